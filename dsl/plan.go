@@ -1,0 +1,425 @@
+package dsl
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// PlanVersion is bumped whenever the JSON shape of Plan changes incompatibly.
+const PlanVersion = 1
+
+// Plan is one compiled scenario run: every value resolved, every phase and
+// fault placed on one absolute timeline measured from the start of the first
+// phase. A sweep compiles to one Plan per point. The runner only walks a Plan;
+// it never reads HCL.
+type Plan struct {
+	Version   int               `json:"version"`
+	Scenario  string            `json:"scenario"`
+	Point     []SweepValue      `json:"point,omitempty"`
+	Clusters  []ClusterSpec     `json:"clusters"`
+	Network   NetworkSpec       `json:"network"`
+	Workloads []WorkloadSpec    `json:"workloads"`
+	Phases    []PhaseSpan       `json:"phases"`
+	Events    []Event           `json:"events"`
+	Checks    []CheckSpec       `json:"checks"`
+	Duration  Duration          `json:"duration"`
+	Variables map[string]string `json:"variables,omitempty"`
+}
+
+// SweepValue is one coordinate of a sweep point: a variable and the value it
+// took, rendered as an HCL literal.
+type SweepValue struct {
+	Variable string `json:"variable"`
+	Value    string `json:"value"`
+}
+
+// Store names.
+const (
+	StoreEtcd      = "etcd"
+	StoreZooKeeper = "zookeeper"
+	StoreConsul    = "consul"
+)
+
+// Provider names.
+const (
+	ProviderProcess = "process"
+	ProviderDocker  = "docker"
+)
+
+// ClusterSpec is a resolved cluster block.
+type ClusterSpec struct {
+	Name      string   `json:"name"`
+	Store     string   `json:"store"`
+	Version   string   `json:"version"`
+	Nodes     int      `json:"nodes"`
+	Placement []string `json:"placement"` // region of node i+1; always len == Nodes
+	Provider  string   `json:"provider"`
+	Binary    string   `json:"binary,omitempty"`
+	Image     string   `json:"image,omitempty"`
+	// ReadyTimeout bounds how long the cluster may take to elect a leader.
+	ReadyTimeout Duration `json:"ready_timeout"`
+
+	Etcd      *EtcdKnobs      `json:"etcd,omitempty"`
+	ZooKeeper *ZooKeeperKnobs `json:"zookeeper,omitempty"`
+	Consul    *ConsulKnobs    `json:"consul,omitempty"`
+}
+
+// NodeName is the name of node i (1-based), the same in every store.
+func NodeName(i int) string { return fmt.Sprintf("n%d", i) }
+
+// EtcdKnobs are etcd server flags. A zero value means "the store's default".
+type EtcdKnobs struct {
+	HeartbeatInterval       Duration `json:"heartbeat_interval,omitempty"`
+	ElectionTimeout         Duration `json:"election_timeout,omitempty"`
+	SnapshotCount           int64    `json:"snapshot_count,omitempty"`
+	QuotaBackendBytes       int64    `json:"quota_backend_bytes,omitempty"`
+	MaxRequestBytes         int64    `json:"max_request_bytes,omitempty"`
+	AutoCompactionMode      string   `json:"auto_compaction_mode,omitempty"`
+	AutoCompactionRetention string   `json:"auto_compaction_retention,omitempty"`
+}
+
+// ZooKeeperKnobs are zoo.cfg settings and the JVM heap. Zero means default.
+type ZooKeeperKnobs struct {
+	TickTime       Duration `json:"tick_time,omitempty"`
+	InitLimit      int      `json:"init_limit,omitempty"`
+	SyncLimit      int      `json:"sync_limit,omitempty"`
+	SnapCount      int64    `json:"snap_count,omitempty"`
+	MaxClientCnxns int      `json:"max_client_cnxns,omitempty"`
+	JVMHeap        int64    `json:"jvm_heap,omitempty"`
+}
+
+// ConsulKnobs are Consul server performance and raft settings. Zero means default.
+type ConsulKnobs struct {
+	RaftMultiplier        int      `json:"raft_multiplier,omitempty"`
+	HeartbeatTimeout      Duration `json:"heartbeat_timeout,omitempty"`
+	ElectionTimeout       Duration `json:"election_timeout,omitempty"`
+	LeaderLeaseTimeout    Duration `json:"leader_lease_timeout,omitempty"`
+	RaftSnapshotThreshold int64    `json:"raft_snapshot_threshold,omitempty"`
+	RaftSnapshotInterval  Duration `json:"raft_snapshot_interval,omitempty"`
+}
+
+// NetworkSpec is the declared fabric between regions.
+type NetworkSpec struct {
+	Default LinkSpec   `json:"default"`
+	Links   []LinkSpec `json:"links,omitempty"`
+}
+
+// LinkSpec shapes the path between two regions, in both directions. RTT is a
+// round trip: each direction is delayed by RTT/2.
+type LinkSpec struct {
+	A         string   `json:"a,omitempty"`
+	B         string   `json:"b,omitempty"`
+	RTT       Duration `json:"rtt,omitempty"`
+	Jitter    Duration `json:"jitter,omitempty"`
+	Loss      float64  `json:"loss,omitempty"`      // percent, 0..100
+	Bandwidth int64    `json:"bandwidth,omitempty"` // bits per second, 0 = unlimited
+}
+
+// Shaped reports whether the link changes traffic at all.
+func (l LinkSpec) Shaped() bool {
+	return l.RTT > 0 || l.Jitter > 0 || l.Loss > 0 || l.Bandwidth > 0
+}
+
+// Shaped reports whether any path in the network is shaped.
+func (n NetworkSpec) Shaped() bool {
+	if n.Default.Shaped() {
+		return true
+	}
+	for _, l := range n.Links {
+		if l.Shaped() {
+			return true
+		}
+	}
+	return false
+}
+
+// Operation kinds a workload mix can name.
+const (
+	OpPut    = "put"
+	OpGet    = "get"
+	OpDelete = "delete"
+	OpRange  = "range"
+	OpTxn    = "txn"
+)
+
+// AllOps lists every operation kind in canonical order.
+var AllOps = []string{OpPut, OpGet, OpDelete, OpRange, OpTxn}
+
+// OpWeight is one entry of a workload's operation mix. Weights sum to 1.
+type OpWeight struct {
+	Op     string  `json:"op"`
+	Weight float64 `json:"weight"`
+}
+
+// Key distributions.
+const (
+	DistSequential = "sequential"
+	DistUniform    = "uniform"
+	DistZipfian    = "zipfian"
+)
+
+// WorkloadSpec is a resolved workload block.
+type WorkloadSpec struct {
+	Name         string     `json:"name"`
+	Cluster      string     `json:"cluster"`
+	Region       string     `json:"region"`
+	Mix          []OpWeight `json:"mix"` // canonical op order
+	Consistency  string     `json:"consistency"`
+	KeySize      int        `json:"key_size"`
+	ValueSize    int        `json:"value_size"`
+	Keyspace     int64      `json:"keyspace"`
+	KeyPrefix    string     `json:"key_prefix"`
+	Distribution string     `json:"distribution"`
+	ZipfS        float64    `json:"zipf_s,omitempty"`
+	Seed         int64      `json:"seed"`
+	Clients      int        `json:"clients"`
+	Conns        int        `json:"conns"`
+	Timeout      Duration   `json:"timeout"`
+	RangeLimit   int        `json:"range_limit,omitempty"`
+	Preload      bool       `json:"preload"`
+}
+
+// Writes reports whether the workload's mix includes writes.
+func (w WorkloadSpec) Writes() bool {
+	for _, m := range w.Mix {
+		if m.Op == OpPut || m.Op == OpDelete || m.Op == OpTxn {
+			return true
+		}
+	}
+	return false
+}
+
+// PhaseSpan places a phase on the timeline.
+type PhaseSpan struct {
+	Name     string   `json:"name"`
+	Start    Duration `json:"start"`
+	Duration Duration `json:"duration"`
+}
+
+// End is when the phase ends, from the start of the run.
+func (p PhaseSpan) End() Duration { return p.Start + p.Duration }
+
+// Event kinds, in the order the runner applies events that share an offset.
+const (
+	EventPhaseStart   = "phase_start"
+	EventLoad         = "load"
+	EventFaultInject  = "fault_inject"
+	EventFaultRecover = "fault_recover"
+	EventPhaseEnd     = "phase_end"
+)
+
+// Event is one step on the timeline. At is measured from the start of the run.
+// Exactly one of Load and Fault is set for load and fault events.
+type Event struct {
+	At    Duration   `json:"at"`
+	Phase string     `json:"phase"`
+	Kind  string     `json:"kind"`
+	Load  *LoadSpec  `json:"load,omitempty"`
+	Fault *FaultSpec `json:"fault,omitempty"`
+}
+
+// Load modes.
+const (
+	LoadClosed = "closed" // N clients, each sends when its previous op returned
+	LoadOpen   = "open"   // arrivals at a rate, independent of responses
+)
+
+// LoadSpec is what one workload does during one phase, for Duration from the
+// event's offset. A ramp goes linearly from From to To over Duration; a
+// constant load has From == To.
+type LoadSpec struct {
+	Workload    string   `json:"workload"`
+	Mode        string   `json:"mode"`
+	ClientsFrom int      `json:"clients_from,omitempty"`
+	ClientsTo   int      `json:"clients_to,omitempty"`
+	RateFrom    float64  `json:"rate_from,omitempty"`
+	RateTo      float64  `json:"rate_to,omitempty"`
+	Duration    Duration `json:"duration"`
+}
+
+// Fault kinds.
+const (
+	FaultNetwork   = "network"
+	FaultPartition = "partition"
+	FaultKill      = "kill"
+	FaultStop      = "stop"
+	FaultRestart   = "restart"
+	FaultPause     = "pause"
+	FaultDisk      = "disk"
+)
+
+// Target kinds: which nodes a fault acts on, resolved when it fires.
+const (
+	TargetLeader   = "leader"
+	TargetFollower = "follower"
+	TargetMinority = "minority"
+	TargetMajority = "majority"
+	TargetRandom   = "random"
+	TargetAll      = "all"
+	TargetNodes    = "nodes"
+	TargetRegion   = "region"
+)
+
+// TargetSpec selects nodes of a cluster.
+type TargetSpec struct {
+	Kind   string `json:"kind"`
+	Nodes  []int  `json:"nodes,omitempty"` // 1-based, for TargetNodes
+	Region string `json:"region,omitempty"`
+	Seed   int64  `json:"seed,omitempty"` // for random and follower choice
+}
+
+// FaultSpec is one occurrence of a fault. A repeating fault compiles to one
+// FaultSpec per occurrence, each with its own ID.
+type FaultSpec struct {
+	ID       string     `json:"id"`   // unique in the plan: "<phase>/<name>" plus "#k" for repeats
+	Name     string     `json:"name"` // user's name, or the kind
+	Kind     string     `json:"kind"`
+	Cluster  string     `json:"cluster"`
+	Target   TargetSpec `json:"target"`
+	Start    Duration   `json:"start"`    // absolute
+	Duration Duration   `json:"duration"` // 0: instantaneous, nothing to recover
+
+	Network      *NetworkEffect `json:"network,omitempty"`
+	Partition    *PartitionSpec `json:"partition,omitempty"`
+	RestartAfter Duration       `json:"restart_after,omitempty"` // kill and stop: restart after this long (0: stay down)
+	Disk         *DiskSpec      `json:"disk,omitempty"`
+}
+
+// NetworkEffect replaces the shaping of the links it names while it lasts.
+// Between names two regions; empty Between with a node target shapes every
+// path to and from the targeted nodes; neither shapes every link.
+type NetworkEffect struct {
+	Between   []string `json:"between,omitempty"`
+	RTT       Duration `json:"rtt,omitempty"`
+	Jitter    Duration `json:"jitter,omitempty"`
+	Loss      float64  `json:"loss,omitempty"`
+	Bandwidth int64    `json:"bandwidth,omitempty"`
+}
+
+// Partition directions, relative to the first group (or the target).
+const (
+	DirectionBoth = "both"
+	DirectionTo   = "to"   // traffic into the first group is dropped
+	DirectionFrom = "from" // traffic out of the first group is dropped
+)
+
+// PartitionSpec cuts traffic between groups. With no Groups, the fault's
+// target is isolated from every other host.
+type PartitionSpec struct {
+	Groups    [][]Member `json:"groups,omitempty"`
+	Direction string     `json:"direction"`
+}
+
+// Member of a partition group: a region (all its nodes and clients) or a node.
+type Member struct {
+	Region string `json:"region,omitempty"`
+	Node   int    `json:"node,omitempty"`
+}
+
+// DiskSpec is a competing writer on a node's data filesystem.
+type DiskSpec struct {
+	Rate        int64 `json:"rate,omitempty"` // bytes per second; 0 = unlimited
+	BlockSize   int64 `json:"block_size"`
+	Fsync       bool  `json:"fsync"`
+	Parallelism int   `json:"parallelism"`
+}
+
+// CheckSpec is a check to evaluate after the run. Condition is HCL source,
+// re-parsed at evaluation so that saved results can be re-checked offline.
+type CheckSpec struct {
+	Name        string   `json:"name"`
+	Condition   string   `json:"condition"`
+	Message     string   `json:"message,omitempty"`
+	AbortOnFail bool     `json:"abort_on_fail,omitempty"`
+	Pos         Pos      `json:"pos"`
+	Refs        []string `json:"refs"` // metric paths the condition reads, e.g. phase.steady.put.p99
+}
+
+// Pos is a source position, for reports that point back into the file.
+type Pos struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column) }
+
+// Duration is a time.Duration that encodes as "250ms" in JSON.
+type Duration time.Duration
+
+// D converts to time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON encodes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"250ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Metric units used by checks and results: latencies and durations are
+// numbers of milliseconds, throughput is operations per second, rates and
+// availability are fractions in [0, 1].
+const (
+	// Per-operation statistics: phase.<phase>.<op>.<stat>.
+	StatCount      = "count"
+	StatThroughput = "throughput"
+	StatP50        = "p50"
+	StatP90        = "p90"
+	StatP99        = "p99"
+	StatP999       = "p999"
+	StatMax        = "max"
+	StatMin        = "min"
+	StatMean       = "mean"
+	StatErrors     = "errors"
+	StatErrorRate  = "error_rate"
+)
+
+// OpStats lists the statistics available for each operation of a phase.
+var OpStats = []string{StatCount, StatThroughput, StatP50, StatP90, StatP99, StatP999, StatMax, StatMin, StatMean, StatErrors, StatErrorRate}
+
+// Phase-wide metrics: phase.<phase>.<metric>. Also under run.<metric> for the
+// whole run.
+const (
+	MetricAvailability = "availability"   // successful / attempted
+	MetricMaxGap       = "max_gap"        // longest time without a successful write, ms
+	MetricFailoverTime = "failover_time"  // worst time from a fault to the first successful write after it, ms
+	MetricLeaderElect  = "leader_elected" // worst time from a fault to a new leader, ms
+	MetricElections    = "elections"      // leader changes seen
+	MetricNoLeader     = "no_leader_time" // time without a leader, ms
+	MetricLateStarts   = "late_starts"    // open-loop sends that started after their intended time
+)
+
+// PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
+// also aggregated over all ops under the same names).
+var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricElections, MetricNoLeader, MetricLateStarts}
+
+// Error classes. Every failed operation falls in exactly one.
+const (
+	ErrTimeout     = "timeout"
+	ErrUnavailable = "unavailable" // no leader, not enough members, store says try later
+	ErrConnection  = "connection"  // refused, reset, closed
+	ErrOther       = "other"
+)
+
+// ErrorClasses lists the error classes: phase.<phase>.errors_by.<class>.
+var ErrorClasses = []string{ErrTimeout, ErrUnavailable, ErrConnection, ErrOther}
+
+// Run-wide correctness metrics: run.<metric>.
+const (
+	MetricLinearizable = "linearizable" // bool: true only when the checker proved it
+	MetricLostWrites   = "lost_writes"  // acknowledged writes not read back after the run
+)

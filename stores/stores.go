@@ -1,0 +1,65 @@
+// Package stores holds what every store driver shares: the operations a
+// workload sends, how their failures are classified, and the interface a
+// driver's client implements. One sub-package per store knows how to launch
+// its nodes and talk to them; none of them knows about phases or faults.
+package stores
+
+import (
+	"context"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+)
+
+// Op is one request a workload sends.
+type Op struct {
+	Kind  string // dsl.OpPut, dsl.OpGet, ...
+	Key   string
+	Value []byte // put, txn
+	End   string // range: exclusive end key; empty means a prefix range on Key
+	Limit int    // range: maximum keys returned, 0 = no limit
+}
+
+// Result is what came back. Err is nil on success; on failure Class says why.
+type Result struct {
+	Found bool   // get: the key existed
+	Value []byte // get: the value read
+	Count int    // range: keys returned
+	Err   error
+	Class string // one of dsl.ErrorClasses when Err != nil
+}
+
+// Client sends operations to one cluster, as one workload's connections.
+// Do is safe for concurrent use. It never retries a failed operation.
+type Client interface {
+	Do(ctx context.Context, op Op) Result
+	Close() error
+}
+
+// NodeStatus is what a node reports about itself and its view of the leader.
+type NodeStatus struct {
+	Node     int    // 1-based index of the node asked
+	IsLeader bool   // this node is the leader
+	Leader   int    // 1-based index of the leader it knows, 0 if none
+	Term     uint64 // raft term, zxid epoch, ... (store specific, monotonic)
+	Err      error  // the node did not answer
+}
+
+// Endpoint is how to reach one node.
+type Endpoint struct {
+	Node       int    // 1-based
+	ClientAddr string // host:port for clients
+	PeerAddr   string // host:port for peers
+}
+
+// Status polls every node once and returns what each said.
+type StatusFunc func(ctx context.Context, timeout time.Duration) []NodeStatus
+
+// ClientOptions configure a workload's client.
+type ClientOptions struct {
+	Endpoints   []Endpoint
+	Conns       int
+	Consistency string
+	Timeout     time.Duration // per operation
+	Workload    dsl.WorkloadSpec
+}
