@@ -1,0 +1,118 @@
+// Command scenario runs declarative scenarios against etcd, ZooKeeper and
+// Consul clusters: it brings the cluster up, plays a timeline of load and
+// faults, measures, checks and reports.
+//
+// Exit codes: 0 every check passed (or the command succeeded), 1 a check
+// failed, 2 invalid input, 3 infrastructure failure (a cluster did not come
+// up, a store binary is missing), 130 interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, documented in the README and in --help.
+const (
+	exitOK          = 0
+	exitCheckFailed = 1
+	exitInvalid     = 2
+	exitInfra       = 3
+	exitInterrupted = 130
+)
+
+// exitError carries an exit code out of a command. Its message has already
+// been printed when quiet is set.
+type exitError struct {
+	code  int
+	err   error
+	quiet bool
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// execute runs the CLI with args and returns the exit code.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if !ee.quiet && ee.err != nil {
+			fmt.Fprintf(stderr, "Error: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// Cobra's own usage errors (unknown flag, wrong arguments) are bad input.
+	fmt.Fprintf(stderr, "Error: %v\nRun 'scenario --help' for usage.\n", err)
+	return exitInvalid
+}
+
+const exitCodesHelp = `Exit codes:
+  0  success: every check passed
+  1  a check failed (or fmt --check found unformatted files, compare found a regression)
+  2  invalid input: the scenario or the command line is wrong (diagnostics say where)
+  3  infrastructure failure: a store binary is missing, a cluster did not come up
+  130 interrupted (Ctrl-C); everything started is still cleaned up`
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "scenario",
+		Short: "Declarative chaos, tuning and CI-gate scenarios for etcd, ZooKeeper and Consul",
+		Long: `scenario runs one HCL file that declares a store cluster, where its nodes sit,
+what clients do, a timeline of phases with injected faults, and checks on latency,
+availability, failover time and correctness.
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(
+		newValidateCommand(),
+		newPlanCommand(),
+		newFmtCommand(),
+		newVersionCommand(),
+	)
+	return root
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "scenario %s\n", version)
+			return nil
+		},
+	}
+}

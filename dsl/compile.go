@@ -1,0 +1,151 @@
+package dsl
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Compile turns a validated scenario into its Plan: every phase, load and
+// fault occurrence at an absolute offset from the start of the run. It is a
+// pure function of the scenario.
+func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
+	p := &Plan{
+		Version:   PlanVersion,
+		Scenario:  s.Filename,
+		Point:     point,
+		Network:   s.Network.Spec,
+		Variables: map[string]string{},
+	}
+	for name, v := range s.Variables {
+		p.Variables[name] = literal(v)
+	}
+	for _, c := range s.Clusters {
+		p.Clusters = append(p.Clusters, c.Spec)
+	}
+	workloads := map[string]*Workload{}
+	for i, w := range s.Workloads {
+		spec := w.Spec
+		if spec.Seed == 0 {
+			spec.Seed = derivedSeed(s.Seed, "workload", spec.Name, fmt.Sprint(i))
+		}
+		workloads[spec.Name] = w
+		p.Workloads = append(p.Workloads, spec)
+	}
+	type ranked struct {
+		e    Event
+		rank int
+	}
+	var events []ranked
+	push := func(e Event, rank int) { events = append(events, ranked{e, rank}) }
+	var at Duration
+	for _, ph := range s.Phases {
+		p.Phases = append(p.Phases, PhaseSpan{Name: ph.Name, Start: at, Duration: ph.Duration})
+		push(Event{At: at, Phase: ph.Name, Kind: EventPhaseStart}, 1)
+		for _, l := range ph.Loads {
+			push(Event{At: at, Phase: ph.Name, Kind: EventLoad, Load: loadSpec(l, workloads[l.Workload], ph.Duration)}, 2)
+		}
+		kindCount := map[string]int{}
+		for _, f := range ph.Faults {
+			kindCount[f.Name]++
+		}
+		kindSeen := map[string]int{}
+		for _, f := range ph.Faults {
+			id := ph.Name + "/" + f.Name
+			if kindCount[f.Name] > 1 {
+				kindSeen[f.Name]++
+				id = fmt.Sprintf("%s.%d", id, kindSeen[f.Name])
+			}
+			for k, start := range occurrences(f, ph) {
+				spec := faultSpec(f, ph, s.Seed, id)
+				if f.Every > 0 {
+					spec.ID = fmt.Sprintf("%s#%d", id, k+1)
+				}
+				spec.Start = at + start
+				push(Event{At: spec.Start, Phase: ph.Name, Kind: EventFaultInject, Fault: spec}, 3)
+				if spec.Duration > 0 || spec.Kind == FaultRestart {
+					push(Event{At: spec.Start + spec.Duration, Phase: ph.Name, Kind: EventFaultRecover, Fault: spec}, 3)
+				}
+			}
+		}
+		at += ph.Duration
+		push(Event{At: at, Phase: ph.Name, Kind: EventPhaseEnd}, 0)
+	}
+	// A phase's end sorts before the next phase's start at the same offset;
+	// otherwise events keep the order they were generated in.
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].e.At != events[j].e.At {
+			return events[i].e.At < events[j].e.At
+		}
+		return events[i].rank < events[j].rank
+	})
+	for _, e := range events {
+		p.Events = append(p.Events, e.e)
+	}
+	p.Duration = at
+	var diags hcl.Diagnostics
+	for _, c := range s.Checks {
+		spec, cdiags := compileCheck(c, p, s.Variables)
+		diags = append(diags, cdiags...)
+		p.Checks = append(p.Checks, spec)
+	}
+	return p, diags
+}
+
+func loadSpec(l *PhaseLoad, w *Workload, d Duration) *LoadSpec {
+	ls := &LoadSpec{Workload: l.Workload, Duration: d}
+	if l.Open {
+		ls.Mode, ls.RateFrom, ls.RateTo = LoadOpen, l.RateFrom, l.RateTo
+		return ls
+	}
+	ls.Mode, ls.ClientsFrom, ls.ClientsTo = LoadClosed, l.ClientsFrom, l.ClientsTo
+	if ls.ClientsFrom == 0 && ls.ClientsTo == 0 {
+		ls.ClientsFrom, ls.ClientsTo = w.Spec.Clients, w.Spec.Clients
+	}
+	return ls
+}
+
+// occurrences lists the offsets, within the phase, at which a fault fires.
+func occurrences(f *Fault, ph *Phase) []Duration {
+	if f.Every <= 0 {
+		return []Duration{f.At}
+	}
+	var out []Duration
+	w := f.window(ph)
+	for t := f.At; t+w <= ph.Duration && t < ph.Duration; t += f.Every {
+		out = append(out, t)
+	}
+	return out
+}
+
+func faultSpec(f *Fault, ph *Phase, seed int64, id string) *FaultSpec {
+	spec := &FaultSpec{
+		ID:           id,
+		Name:         f.Name,
+		Kind:         f.Kind,
+		Cluster:      f.Cluster,
+		Target:       f.Target,
+		Duration:     f.window(ph),
+		RestartAfter: f.RestartAfter,
+	}
+	if spec.Target.Kind == TargetNodes {
+		spec.Target.Nodes = sortedInts(spec.Target.Nodes)
+	}
+	if !f.seedSet && (spec.Target.Kind == TargetRandom || spec.Target.Kind == TargetFollower) {
+		spec.Target.Seed = derivedSeed(seed, "fault", id)
+	}
+	if f.Network != nil {
+		n := *f.Network
+		spec.Network = &n
+	}
+	if f.Partition != nil {
+		pt := *f.Partition
+		spec.Partition = &pt
+	}
+	if f.Disk != nil {
+		d := *f.Disk
+		spec.Disk = &d
+	}
+	return spec
+}

@@ -1,0 +1,267 @@
+// Package dsl reads scenario files. Decoding runs in stages, each stopping on
+// errors so later stages never see half-decoded input: parse and the
+// top-level schema, variables, per-block decoding with an evaluation context,
+// semantic validation across blocks, and compilation to a Plan (one per sweep
+// point). Every diagnostic points at the attribute or list element at fault.
+package dsl
+
+import (
+	"hash/fnv"
+	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+)
+
+var rootSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "seed"}, {Name: "description"}},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: blockVariable, LabelNames: []string{"name"}},
+		{Type: blockCluster, LabelNames: []string{"name"}},
+		{Type: blockNetwork},
+		{Type: blockWorkload, LabelNames: []string{"name"}},
+		{Type: blockPhase, LabelNames: []string{"name"}},
+		{Type: blockCheck, LabelNames: []string{"name"}},
+		{Type: blockSweep},
+	},
+}
+
+// File is a parsed scenario file with its variables and sweep decoded: the
+// input to per-point decoding.
+type File struct {
+	Filename    string
+	Parser      *hclparse.Parser
+	Variables   []*Variable
+	Sweep       *Sweep
+	Description string
+	src         []byte
+	content     *hcl.BodyContent
+}
+
+// Parse reads the file's syntax, its top-level structure, its variables and
+// its sweep. The parser keeps the source so diagnostics can show it.
+func Parse(parser *hclparse.Parser, filename string, src []byte) (*File, hcl.Diagnostics) {
+	hf, diags := parser.ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	content, cdiags := hf.Body.Content(rootSchema)
+	diags = append(diags, cdiags...)
+	f := &File{Filename: filename, Parser: parser, src: src, content: content}
+	if attr, ok := content.Attributes["description"]; ok {
+		d := &decoder{ctx: evalContext(nil, nil)}
+		f.Description, _ = d.str(attr)
+		diags = append(diags, d.diags...)
+	}
+	vars := duplicateCheck{}
+	for _, b := range content.Blocks.OfType(blockVariable) {
+		diags = append(diags, nonNil(vars.check("variable", b.Labels[0], b.DefRange))...)
+		v, vdiags := decodeVariable(b)
+		diags = append(diags, vdiags...)
+		f.Variables = append(f.Variables, v)
+	}
+	sweeps := content.Blocks.OfType(blockSweep)
+	for i, b := range sweeps {
+		if i > 0 {
+			diags = append(diags, errorAt(b.DefRange, "Duplicate sweep block",
+				"A scenario has one sweep, declared at %s; put every dimension in its matrix.", sweeps[0].DefRange))
+			continue
+		}
+		s, sdiags := decodeSweep(b, f.Variables)
+		diags = append(diags, sdiags...)
+		f.Sweep = s
+	}
+	return f, diags
+}
+
+func nonNil(d *hcl.Diagnostic) hcl.Diagnostics {
+	if d == nil {
+		return nil
+	}
+	return hcl.Diagnostics{d}
+}
+
+// Scenario is a fully decoded and validated scenario for one set of variable
+// values.
+type Scenario struct {
+	Filename  string
+	Seed      int64
+	Variables map[string]cty.Value
+	Clusters  []*Cluster
+	Network   *Network
+	Workloads []*Workload
+	Phases    []*Phase
+	Checks    []*Check
+}
+
+// DefaultSeed seeds every random choice when a scenario sets no seed.
+const DefaultSeed = 1
+
+// Decode decodes every block with vars bound, then validates the blocks
+// against each other.
+func (f *File) Decode(vars map[string]cty.Value) (*Scenario, hcl.Diagnostics) {
+	ctx := evalContext(vars, nil)
+	s := &Scenario{Filename: f.Filename, Seed: DefaultSeed, Variables: vars}
+	var diags hcl.Diagnostics
+	if attr, ok := f.content.Attributes["seed"]; ok {
+		d := &decoder{ctx: ctx}
+		s.Seed, _ = d.integer(attr, -1<<62, 1<<62)
+		diags = append(diags, d.diags...)
+	}
+	names := map[string]duplicateCheck{}
+	dup := func(kind, name string, rng hcl.Range) {
+		if names[kind] == nil {
+			names[kind] = duplicateCheck{}
+		}
+		diags = append(diags, nonNil(names[kind].check(kind, name, rng))...)
+	}
+	for _, b := range f.content.Blocks {
+		switch b.Type {
+		case blockCluster:
+			dup("cluster", b.Labels[0], b.DefRange)
+			c, cdiags := decodeCluster(b, ctx)
+			diags = append(diags, cdiags...)
+			s.Clusters = append(s.Clusters, c)
+		case blockNetwork:
+			if s.Network != nil {
+				diags = append(diags, errorAt(b.DefRange, "Duplicate network block",
+					"The network was already declared at %s; put every link in one network block.", s.Network.DeclRange))
+				continue
+			}
+			n, ndiags := decodeNetwork(b, ctx)
+			diags = append(diags, ndiags...)
+			s.Network = n
+		case blockWorkload:
+			dup("workload", b.Labels[0], b.DefRange)
+			w, wdiags := decodeWorkload(b, ctx)
+			diags = append(diags, wdiags...)
+			s.Workloads = append(s.Workloads, w)
+		case blockPhase:
+			dup("phase", b.Labels[0], b.DefRange)
+			p, pdiags := decodePhase(b, ctx)
+			diags = append(diags, pdiags...)
+			s.Phases = append(s.Phases, p)
+		case blockCheck:
+			dup("check", b.Labels[0], b.DefRange)
+			c, cdiags := decodeCheck(b, ctx, f.src)
+			diags = append(diags, cdiags...)
+			s.Checks = append(s.Checks, c)
+		}
+	}
+	if s.Network == nil {
+		s.Network = &Network{}
+	}
+	if diags.HasErrors() {
+		return s, diags
+	}
+	diags = append(diags, s.validate(f)...)
+	return s, diags
+}
+
+// Build is every Plan a file compiles to: one, or one per sweep point.
+type Build struct {
+	File    *File
+	Plans   []*Plan
+	Skipped []Skipped
+}
+
+// Skipped is a sweep point left out because it is invalid (skip_invalid).
+type Skipped struct {
+	Point  Point
+	Reason string
+}
+
+// Load parses, decodes, validates and compiles a scenario file. opts carries
+// -var and -var-file values; a -var on a swept variable pins it.
+func Load(parser *hclparse.Parser, filename string, src []byte, opts VarOptions) (*Build, hcl.Diagnostics) {
+	f, diags := Parse(parser, filename, src)
+	if diags.HasErrors() {
+		SortDiagnostics(diags)
+		return nil, diags
+	}
+	base, vdiags := f.values(opts)
+	diags = append(diags, vdiags...)
+	if diags.HasErrors() {
+		SortDiagnostics(diags)
+		return nil, diags
+	}
+	b := &Build{File: f}
+	points := []sweepPoint{{values: map[string]cty.Value{}}}
+	if f.Sweep != nil {
+		pinned := map[string]bool{}
+		for _, kv := range opts.Vars {
+			for i := range kv {
+				if kv[i] == '=' {
+					pinned[kv[:i]] = true
+					break
+				}
+			}
+		}
+		points = f.Sweep.points(pinned)
+	}
+	for _, pt := range points {
+		vals := map[string]cty.Value{}
+		for k, v := range base {
+			vals[k] = v
+		}
+		for k, v := range pt.values {
+			vals[k] = v
+		}
+		var pdiags hcl.Diagnostics
+		for _, v := range f.Variables {
+			if _, ok := pt.values[v.Name]; ok {
+				pdiags = append(pdiags, checkType(v, vals[v.Name], f.Sweep.DeclRange)...)
+				conv, err := convertTo(vals[v.Name], v.Type)
+				if err == nil {
+					vals[v.Name] = conv
+				}
+			}
+		}
+		var s *Scenario
+		if !pdiags.HasErrors() {
+			var sdiags hcl.Diagnostics
+			s, sdiags = f.Decode(vals)
+			pdiags = append(pdiags, sdiags...)
+		}
+		var plan *Plan
+		if !pdiags.HasErrors() {
+			var cdiags hcl.Diagnostics
+			plan, cdiags = s.Compile(pt.coords)
+			pdiags = append(pdiags, cdiags...)
+		}
+		if pdiags.HasErrors() {
+			if len(pt.coords) > 0 && f.Sweep.SkipInvalid {
+				b.Skipped = append(b.Skipped, Skipped{Point: pt.coords, Reason: diagsText(pdiags)})
+				continue
+			}
+			if len(pt.coords) > 0 {
+				for _, d := range pdiags {
+					d.Detail += " (sweep point " + pt.coords.String() + "; set skip_invalid = true in the sweep block to leave such points out)"
+				}
+			}
+			diags = append(diags, pdiags...)
+			break
+		}
+		diags = append(diags, pdiags...)
+		b.Plans = append(b.Plans, plan)
+	}
+	if !diags.HasErrors() && len(b.Plans) == 0 && f.Sweep != nil {
+		diags = append(diags, errorAt(f.Sweep.DeclRange, "Every sweep point is invalid",
+			"skip_invalid left out all %d points; the first failed with: %s", len(b.Skipped), b.Skipped[0].Reason))
+	}
+	SortDiagnostics(diags)
+	return b, diags
+}
+
+// derivedSeed gives each random choice its own stream, stable across runs.
+func derivedSeed(seed int64, parts ...string) int64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return seed ^ int64(h.Sum64()&(1<<62-1))
+}
+
+func baseName(path string) string { return filepath.Base(path) }

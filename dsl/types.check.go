@@ -1,0 +1,362 @@
+package dsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+const (
+	blockCheck = "check"
+
+	scopePhase    = "phase"
+	scopeRun      = "run"
+	scopeWorkload = "workload"
+	scopeErrorsBy = "errors_by"
+)
+
+var checkSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "condition", Required: true}, {Name: "message"}, {Name: "abort_on_fail"},
+}}
+
+// Check is a decoded check block. Its condition is evaluated after the run.
+type Check struct {
+	Name        string
+	Condition   hcl.Expression
+	Message     string
+	AbortOnFail bool
+	DeclRange   hcl.Range
+	source      []byte
+}
+
+func decodeCheck(block *hcl.Block, ctx *hcl.EvalContext, src []byte) (*Check, hcl.Diagnostics) {
+	c := &Check{Name: block.Labels[0], DeclRange: block.DefRange, source: src}
+	content, diags := block.Body.Content(checkSchema)
+	d := &decoder{ctx: ctx, diags: diags}
+	if attr, ok := content.Attributes["condition"]; ok {
+		c.Condition = attr.Expr
+	}
+	if attr, ok := content.Attributes["message"]; ok {
+		c.Message, _ = d.str(attr)
+	}
+	if attr, ok := content.Attributes["abort_on_fail"]; ok {
+		c.AbortOnFail, _ = d.boolean(attr)
+	}
+	return c, d.diags
+}
+
+// metricNode is one level of the check namespace: a leaf of some type, or an
+// object whose children are the names allowed below it.
+type metricNode struct {
+	leaf     cty.Type
+	children map[string]*metricNode
+}
+
+func leaf(t cty.Type) *metricNode { return &metricNode{leaf: t} }
+
+func object() *metricNode { return &metricNode{children: map[string]*metricNode{}} }
+
+func statsNode(n *metricNode, stats []string) {
+	for _, s := range stats {
+		n.children[s] = leaf(cty.Number)
+	}
+	eb := object()
+	for _, c := range ErrorClasses {
+		eb.children[c] = leaf(cty.Number)
+	}
+	n.children[scopeErrorsBy] = eb
+}
+
+func opNode(ops []string, into *metricNode) {
+	for _, op := range ops {
+		o := object()
+		statsNode(o, OpStats)
+		into.children[op] = o
+	}
+}
+
+// workloadStats are the totals available per workload.
+var workloadStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricMaxGap, MetricLateStarts}
+
+// metricTree is every metric a check may read for plan: one subtree per phase
+// (its ops are those of the workloads it loads) and one for the whole run.
+func metricTree(p *Plan) *metricNode {
+	mixes := map[string][]OpWeight{}
+	for _, w := range p.Workloads {
+		mixes[w.Name] = w.Mix
+	}
+	scope := func(workloads []string) *metricNode {
+		n := object()
+		statsNode(n, PhaseStats)
+		ops := map[string]bool{}
+		wn := object()
+		for _, w := range workloads {
+			var wops []string
+			for _, m := range mixes[w] {
+				ops[m.Op] = true
+				wops = append(wops, m.Op)
+			}
+			one := object()
+			statsNode(one, workloadStats)
+			opNode(wops, one)
+			wn.children[w] = one
+		}
+		n.children[scopeWorkload] = wn
+		var list []string
+		for _, op := range AllOps {
+			if ops[op] {
+				list = append(list, op)
+			}
+		}
+		opNode(list, n)
+		return n
+	}
+	root := object()
+	phases := object()
+	all := map[string]bool{}
+	for _, ph := range p.Phases {
+		var ws []string
+		for _, e := range p.Events {
+			if e.Kind == EventLoad && e.Phase == ph.Name {
+				ws = append(ws, e.Load.Workload)
+				all[e.Load.Workload] = true
+			}
+		}
+		phases.children[ph.Name] = scope(ws)
+	}
+	root.children[scopePhase] = phases
+	run := scope(sortedKeys(all))
+	run.children[MetricLinearizable] = leaf(cty.Bool)
+	run.children[MetricLostWrites] = leaf(cty.Number)
+	root.children[scopeRun] = run
+	return root
+}
+
+func (n *metricNode) names() []string { return sortedKeys(n.children) }
+
+// resolve walks a traversal below the root name and returns the metric path,
+// or a diagnostic at the step that names nothing.
+func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
+	path := []string{trav.RootName()}
+	cur := n.children[trav.RootName()]
+	for _, step := range trav[1:] {
+		var name string
+		switch s := step.(type) {
+		case hcl.TraverseAttr:
+			name = s.Name
+		case hcl.TraverseIndex:
+			if s.Key.Type() != cty.String {
+				return nil, errorAt(s.SrcRange, "Invalid metric index", "Index metrics by name, such as phase[\"steady\"].")
+			}
+			name = s.Key.AsString()
+		default:
+			return nil, errorAt(step.SourceRange(), "Invalid metric reference", "Refer to metrics with dots, such as phase.steady.put.p99.")
+		}
+		if cur.children == nil {
+			return nil, errorAt(step.SourceRange(), "Not an object",
+				"%s is a single value; it has no %q.", strings.Join(path, "."), name)
+		}
+		next, ok := cur.children[name]
+		if !ok {
+			return nil, errorAt(step.SourceRange(), "Unknown metric",
+				"%s has no %q. %s", strings.Join(path, "."), name, didYouMean(name, cur.names()))
+		}
+		path = append(path, name)
+		cur = next
+	}
+	if cur.children != nil {
+		return nil, errorAt(trav.SourceRange(), "Incomplete metric reference",
+			"%s is a group of metrics; name one of them: %s.", strings.Join(path, "."), quoteList(cur.names()))
+	}
+	return path, nil
+}
+
+// value builds the namespace as a cty object, asking at for each leaf.
+func (n *metricNode) value(path []string, at func([]string) cty.Value) cty.Value {
+	if n.children == nil {
+		v := at(path)
+		if v == cty.NilVal {
+			return cty.NullVal(n.leaf)
+		}
+		return v
+	}
+	attrs := map[string]cty.Value{}
+	for name, c := range n.children {
+		attrs[name] = c.value(append(append([]string(nil), path...), name), at)
+	}
+	return cty.ObjectVal(attrs)
+}
+
+// compileCheck validates a check's references against the plan's metrics and
+// type-checks the condition with every metric unknown.
+func compileCheck(c *Check, p *Plan, vars map[string]cty.Value) (CheckSpec, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	tree := metricTree(p)
+	spec := CheckSpec{Name: c.Name, Message: c.Message, AbortOnFail: c.AbortOnFail}
+	if c.Condition == nil {
+		return spec, diags
+	}
+	rng := c.Condition.Range()
+	spec.Pos = Pos{File: rng.Filename, Line: rng.Start.Line, Column: rng.Start.Column}
+	if rng.End.Byte <= len(c.source) && rng.Start.Byte <= rng.End.Byte {
+		spec.Condition = string(c.source[rng.Start.Byte:rng.End.Byte])
+	}
+	seen := map[string]bool{}
+	for _, trav := range c.Condition.Variables() {
+		root := trav.RootName()
+		if root == "var" {
+			continue
+		}
+		if _, ok := tree.children[root]; !ok {
+			diags = append(diags, errorAt(trav.SourceRange(), "Unknown name in check",
+				"A check reads metrics under `phase.<name>` or `run`, and variables under `var`; %q is none of these. %s", root, didYouMean(root, []string{scopePhase, scopeRun, "var"})))
+			continue
+		}
+		if len(trav) == 1 {
+			diags = append(diags, errorAt(trav.SourceRange(), "Incomplete metric reference",
+				"Name a metric, such as `phase.steady.put.p99` or `run.availability`."))
+			continue
+		}
+		if root == scopePhase {
+			if s, ok := trav[1].(hcl.TraverseAttr); ok {
+				if _, ok := tree.children[scopePhase].children[s.Name]; !ok {
+					diags = append(diags, errorAt(s.SrcRange, "Unknown phase",
+						"No phase is named %q. %s", s.Name, didYouMean(s.Name, tree.children[scopePhase].names())))
+					continue
+				}
+			}
+		}
+		path, diag := tree.resolve(trav)
+		if diag != nil {
+			diags = append(diags, diag)
+			continue
+		}
+		key := strings.Join(path, ".")
+		if !seen[key] {
+			seen[key] = true
+			spec.Refs = append(spec.Refs, key)
+		}
+	}
+	if diags.HasErrors() {
+		return spec, diags
+	}
+	ctx := evalContext(vars, map[string]cty.Value{
+		scopePhase: tree.children[scopePhase].value([]string{scopePhase}, unknownLeaf(tree)),
+		scopeRun:   tree.children[scopeRun].value([]string{scopeRun}, unknownLeaf(tree)),
+	})
+	v, vdiags := c.Condition.Value(ctx)
+	diags = append(diags, vdiags...)
+	if !vdiags.HasErrors() {
+		if _, err := convert.Convert(v, cty.Bool); err != nil {
+			diags = append(diags, errorAt(rng, "Condition is not true or false",
+				"A check's condition must be a comparison, such as `phase.steady.put.p99 < ms(250)`; this one is %s.", v.Type().FriendlyName()))
+		}
+	}
+	return spec, diags
+}
+
+func unknownLeaf(tree *metricNode) func([]string) cty.Value {
+	return func(path []string) cty.Value {
+		n := tree
+		for _, p := range path {
+			n = n.children[p]
+		}
+		return cty.UnknownVal(n.leaf)
+	}
+}
+
+// CheckOutcome is the result of evaluating one check after a run.
+type CheckOutcome struct {
+	Passed   bool
+	Observed []Observed
+	// Err is set when the condition could not be evaluated (for example a
+	// metric that was never measured): such a check fails.
+	Err error
+}
+
+// Observed is the value a check's metric had.
+type Observed struct {
+	Path  string
+	Value cty.Value
+}
+
+// EvalCheck evaluates a compiled check. at returns the measured value of a
+// metric path (such as ["phase", "steady", "put", "p99"]), or cty.NilVal when
+// it was not measured, which makes any comparison with it fail.
+func EvalCheck(p *Plan, c CheckSpec, at func(path []string) cty.Value) CheckOutcome {
+	var out CheckOutcome
+	tree := metricTree(p)
+	for _, ref := range c.Refs {
+		v := at(strings.Split(ref, "."))
+		if v == cty.NilVal {
+			v = cty.NullVal(cty.Number)
+		}
+		out.Observed = append(out.Observed, Observed{Path: ref, Value: v})
+	}
+	expr, diags := hclsyntax.ParseExpression([]byte(c.Condition), c.Pos.File, hcl.Pos{Line: c.Pos.Line, Column: c.Pos.Column, Byte: 0})
+	if diags.HasErrors() {
+		out.Err = fmt.Errorf("parse condition: %s", diags.Error())
+		return out
+	}
+	vars, err := p.variableValues()
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	ctx := evalContext(vars, map[string]cty.Value{
+		scopePhase: tree.children[scopePhase].value([]string{scopePhase}, at),
+		scopeRun:   tree.children[scopeRun].value([]string{scopeRun}, at),
+	})
+	v, diags := expr.Value(ctx)
+	if diags.HasErrors() {
+		out.Err = fmt.Errorf("%s", diagsText(diags))
+		return out
+	}
+	b, err := convert.Convert(v, cty.Bool)
+	switch {
+	case err != nil:
+		out.Err = fmt.Errorf("condition is %s, not true or false", v.Type().FriendlyName())
+	case b.IsNull() || !b.IsKnown():
+		out.Err = fmt.Errorf("condition has no value: a metric it reads was not measured")
+	default:
+		out.Passed = b.True()
+	}
+	return out
+}
+
+func diagsText(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			parts = append(parts, strings.TrimSuffix(d.Summary+": "+d.Detail, "."))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// variableValues re-reads the variables saved in the plan as HCL literals.
+func (p *Plan) variableValues() (map[string]cty.Value, error) {
+	vars := map[string]cty.Value{}
+	for name, lit := range p.Variables {
+		expr, diags := hclsyntax.ParseExpression([]byte(lit), "var."+name, hcl.InitialPos)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("variable %s: %s", name, diags.Error())
+		}
+		v, diags := expr.Value(nil)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("variable %s: %s", name, diags.Error())
+		}
+		vars[name] = v
+	}
+	return vars, nil
+}
+
+// literal renders a value as HCL source.
+func literal(v cty.Value) string {
+	return strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes()))
+}

@@ -1,0 +1,332 @@
+package dsl
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+const blockCluster = "cluster"
+
+// Stores lists the supported stores with the version used when a cluster
+// names none.
+var storeDefaults = []struct{ name, version string }{
+	{StoreEtcd, "3.5.17"},
+	{StoreZooKeeper, "3.8.0"},
+	{StoreConsul, "1.20.2"},
+}
+
+// StoreNames lists the supported stores.
+func StoreNames() []string {
+	out := make([]string, len(storeDefaults))
+	for i, s := range storeDefaults {
+		out[i] = s.name
+	}
+	return out
+}
+
+// DefaultVersion is the version used for store when a cluster names none.
+func DefaultVersion(store string) string {
+	for _, s := range storeDefaults {
+		if s.name == store {
+			return s.version
+		}
+	}
+	return ""
+}
+
+// DefaultRegion is where nodes sit when a cluster has no placement.
+const DefaultRegion = "local"
+
+const (
+	maxNodes            = 9
+	defaultReadyTimeout = 90 * time.Second
+)
+
+var clusterSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "store", Required: true},
+		{Name: "version"},
+		{Name: "nodes"},
+		{Name: "placement"},
+		{Name: "provider"},
+		{Name: "binary"},
+		{Name: "image"},
+		{Name: "ready_timeout"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: StoreEtcd},
+		{Type: StoreZooKeeper},
+		{Type: StoreConsul},
+	},
+}
+
+// Cluster is a decoded cluster block.
+type Cluster struct {
+	Spec            ClusterSpec
+	DeclRange       hcl.Range
+	storeRange      hcl.Range
+	nodesRange      hcl.Range
+	placementRanges []hcl.Range // per node, when placement was given
+	knobs           knobRanges
+}
+
+// knobRanges remembers where timing knobs were written, for cross-knob checks.
+type knobRanges struct {
+	block hcl.Range
+	attrs map[string]hcl.Range
+}
+
+func (k knobRanges) at(name string) hcl.Range {
+	if r, ok := k.attrs[name]; ok {
+		return r
+	}
+	return k.block
+}
+
+func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagnostics) {
+	c := &Cluster{DeclRange: block.DefRange}
+	c.Spec = ClusterSpec{
+		Name:         block.Labels[0],
+		Nodes:        3,
+		Provider:     ProviderProcess,
+		ReadyTimeout: Duration(defaultReadyTimeout),
+	}
+	content, diags := block.Body.Content(clusterSchema)
+	d := &decoder{ctx: ctx, diags: diags}
+	a := content.Attributes
+	if attr, ok := a["store"]; ok {
+		c.storeRange = attr.Expr.Range()
+		c.Spec.Store, _ = d.oneOf(attr, StoreNames())
+	}
+	c.Spec.Version = DefaultVersion(c.Spec.Store)
+	if attr, ok := a["version"]; ok {
+		if v, ok := d.str(attr); ok {
+			if v == "" {
+				d.errorf(attr.Expr.Range(), "Invalid version", "Write a version such as %q, or leave `version` out for the default.", DefaultVersion(c.Spec.Store))
+			}
+			c.Spec.Version = v
+		}
+	}
+	c.nodesRange = block.DefRange
+	if attr, ok := a["nodes"]; ok {
+		c.nodesRange = attr.Expr.Range()
+		n, ok := d.integer(attr, 1, maxNodes)
+		if ok {
+			c.Spec.Nodes = int(n)
+		}
+	}
+	if attr, ok := a["provider"]; ok {
+		c.Spec.Provider, _ = d.oneOf(attr, []string{ProviderProcess, ProviderDocker})
+	}
+	if attr, ok := a["binary"]; ok {
+		c.Spec.Binary, _ = d.str(attr)
+	}
+	if attr, ok := a["image"]; ok {
+		c.Spec.Image, _ = d.str(attr)
+	}
+	if attr, ok := a["ready_timeout"]; ok {
+		c.Spec.ReadyTimeout, _ = d.duration(attr, false)
+	}
+	c.Spec.Placement = make([]string, c.Spec.Nodes)
+	for i := range c.Spec.Placement {
+		c.Spec.Placement[i] = DefaultRegion
+	}
+	if attr, ok := a["placement"]; ok {
+		regions, rngs, ok := d.stringList(attr)
+		switch {
+		case !ok:
+		case len(regions) != c.Spec.Nodes:
+			d.errorf(attr.Expr.Range(), "Placement does not match nodes",
+				"The cluster has %d nodes but placement lists %d regions: list one region per node, in node order (n1 first).", c.Spec.Nodes, len(regions))
+		default:
+			for i, r := range regions {
+				if r == "" {
+					d.errorf(rngs[i], "Empty region name", "Name the region node n%d sits in, such as \"us-east\".", i+1)
+				}
+			}
+			c.Spec.Placement, c.placementRanges = regions, rngs
+		}
+	}
+	seen := map[string]hcl.Range{}
+	for _, kb := range content.Blocks {
+		if prev, ok := seen[kb.Type]; ok {
+			d.errorf(kb.DefRange, fmt.Sprintf("Duplicate %s block", kb.Type), "The %s knobs were already given at %s; merge the two blocks.", kb.Type, prev)
+			continue
+		}
+		seen[kb.Type] = kb.DefRange
+		if c.Spec.Store != "" && kb.Type != c.Spec.Store {
+			d.errorf(kb.DefRange, fmt.Sprintf("%s knobs on a %s cluster", kb.Type, c.Spec.Store),
+				"This cluster runs %s: its knobs go in a %q block.", c.Spec.Store, c.Spec.Store)
+			continue
+		}
+		c.knobs = knobRanges{block: kb.DefRange, attrs: map[string]hcl.Range{}}
+		switch kb.Type {
+		case StoreEtcd:
+			c.Spec.Etcd = decodeEtcdKnobs(kb, d, c.knobs)
+		case StoreZooKeeper:
+			c.Spec.ZooKeeper = decodeZooKeeperKnobs(kb, d, c.knobs)
+		case StoreConsul:
+			c.Spec.Consul = decodeConsulKnobs(kb, d, c.knobs)
+		}
+	}
+	c.validateKnobs(d)
+	return c, d.diags
+}
+
+var etcdKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "heartbeat_interval"}, {Name: "election_timeout"}, {Name: "snapshot_count"},
+	{Name: "quota_backend_bytes"}, {Name: "max_request_bytes"}, {Name: "auto_compaction"},
+}}
+
+func decodeEtcdKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *EtcdKnobs {
+	content, diags := block.Body.Content(etcdKnobSchema)
+	d.diags = append(d.diags, diags...)
+	k := &EtcdKnobs{}
+	for _, attr := range sortedAttributes(content.Attributes) {
+		rngs.attrs[attr.Name] = attr.Expr.Range()
+		switch attr.Name {
+		case "heartbeat_interval":
+			k.HeartbeatInterval, _ = d.duration(attr, false)
+		case "election_timeout":
+			k.ElectionTimeout, _ = d.duration(attr, false)
+		case "snapshot_count":
+			k.SnapshotCount, _ = d.integer(attr, 1, 1<<40)
+		case "quota_backend_bytes":
+			k.QuotaBackendBytes, _ = d.size(attr, 1, 1<<40)
+		case "max_request_bytes":
+			k.MaxRequestBytes, _ = d.size(attr, 1, 1<<31)
+		case "auto_compaction":
+			// A duration keeps that much history (periodic mode); a number
+			// keeps that many revisions (revision mode).
+			v, ok := d.value(attr)
+			if !ok {
+				continue
+			}
+			if v.Type() == cty.Number {
+				if n, ok := d.integer(attr, 1, 1<<40); ok {
+					k.AutoCompactionMode, k.AutoCompactionRetention = "revision", fmt.Sprint(n)
+				}
+			} else if dur, ok := d.duration(attr, false); ok {
+				k.AutoCompactionMode, k.AutoCompactionRetention = "periodic", dur.String()
+			}
+		}
+	}
+	return k
+}
+
+var zookeeperKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "tick_time"}, {Name: "init_limit"}, {Name: "sync_limit"},
+	{Name: "snap_count"}, {Name: "max_client_cnxns"}, {Name: "jvm_heap"},
+}}
+
+func decodeZooKeeperKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *ZooKeeperKnobs {
+	content, diags := block.Body.Content(zookeeperKnobSchema)
+	d.diags = append(d.diags, diags...)
+	k := &ZooKeeperKnobs{}
+	for _, attr := range sortedAttributes(content.Attributes) {
+		rngs.attrs[attr.Name] = attr.Expr.Range()
+		switch attr.Name {
+		case "tick_time":
+			if t, ok := d.duration(attr, false); ok {
+				if t.D()%time.Millisecond != 0 {
+					d.errorf(attr.Expr.Range(), "Invalid tick_time", "ZooKeeper counts tickTime in whole milliseconds: write %q.", t.D().Round(time.Millisecond).String())
+				}
+				k.TickTime = t
+			}
+		case "init_limit":
+			n, _ := d.integer(attr, 1, 1000)
+			k.InitLimit = int(n)
+		case "sync_limit":
+			n, _ := d.integer(attr, 1, 1000)
+			k.SyncLimit = int(n)
+		case "snap_count":
+			k.SnapCount, _ = d.integer(attr, 1, 1<<40)
+		case "max_client_cnxns":
+			n, _ := d.integer(attr, 0, 1<<20)
+			k.MaxClientCnxns = int(n)
+		case "jvm_heap":
+			k.JVMHeap, _ = d.size(attr, 32<<20, 64<<30)
+		}
+	}
+	return k
+}
+
+var consulKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "raft_multiplier"}, {Name: "heartbeat_timeout"}, {Name: "election_timeout"},
+	{Name: "leader_lease_timeout"}, {Name: "raft_snapshot_threshold"}, {Name: "raft_snapshot_interval"},
+}}
+
+func decodeConsulKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *ConsulKnobs {
+	content, diags := block.Body.Content(consulKnobSchema)
+	d.diags = append(d.diags, diags...)
+	k := &ConsulKnobs{}
+	for _, attr := range sortedAttributes(content.Attributes) {
+		rngs.attrs[attr.Name] = attr.Expr.Range()
+		switch attr.Name {
+		case "raft_multiplier":
+			n, _ := d.integer(attr, 1, 10)
+			k.RaftMultiplier = int(n)
+		case "heartbeat_timeout":
+			k.HeartbeatTimeout, _ = d.duration(attr, false)
+		case "election_timeout":
+			k.ElectionTimeout, _ = d.duration(attr, false)
+		case "leader_lease_timeout":
+			k.LeaderLeaseTimeout, _ = d.duration(attr, false)
+		case "raft_snapshot_threshold":
+			k.RaftSnapshotThreshold, _ = d.integer(attr, 1, 1<<40)
+		case "raft_snapshot_interval":
+			k.RaftSnapshotInterval, _ = d.duration(attr, false)
+		}
+	}
+	return k
+}
+
+// etcd's own limits (server/embed/config.go): it refuses to start outside them.
+const (
+	etcdDefaultHeartbeat = 100 * time.Millisecond
+	etcdDefaultElection  = 1000 * time.Millisecond
+	etcdMaxElection      = 50 * time.Second
+)
+
+func (c *Cluster) validateKnobs(d *decoder) {
+	if k := c.Spec.Etcd; k != nil {
+		hb, el := k.HeartbeatInterval.D(), k.ElectionTimeout.D()
+		if hb == 0 {
+			hb = etcdDefaultHeartbeat
+		}
+		if el == 0 {
+			el = etcdDefaultElection
+		}
+		if (k.HeartbeatInterval > 0 || k.ElectionTimeout > 0) && el < 5*hb {
+			d.add(errorIn(c.knobs.at("election_timeout"), c.knobs.block, "Election timeout too short for the heartbeat",
+				"etcd refuses an election_timeout (%s) below 5 x heartbeat_interval (%s): set election_timeout to at least %s, or lower heartbeat_interval. The etcd tuning guide suggests about 10 x the heartbeat.",
+				el, hb, 5*hb))
+		}
+		if el > etcdMaxElection {
+			d.add(errorIn(c.knobs.at("election_timeout"), c.knobs.block, "Election timeout too long",
+				"etcd refuses an election_timeout above %s; got %s.", etcdMaxElection, el))
+		}
+		for _, kv := range []struct {
+			name string
+			v    Duration
+		}{{"heartbeat_interval", k.HeartbeatInterval}, {"election_timeout", k.ElectionTimeout}} {
+			if kv.v.D()%time.Millisecond != 0 {
+				d.add(errorAt(c.knobs.at(kv.name), "Sub-millisecond etcd timing",
+					"etcd takes %s in whole milliseconds: write %q.", kv.name, kv.v.D().Round(time.Millisecond).String()))
+			}
+		}
+	}
+	if k := c.Spec.Consul; k != nil {
+		if k.LeaderLeaseTimeout > 0 && k.HeartbeatTimeout > 0 && k.LeaderLeaseTimeout > k.HeartbeatTimeout {
+			d.add(errorIn(c.knobs.at("leader_lease_timeout"), c.knobs.block, "Leader lease longer than heartbeat timeout",
+				"Raft refuses leader_lease_timeout (%s) above heartbeat_timeout (%s).", k.LeaderLeaseTimeout, k.HeartbeatTimeout))
+		}
+	}
+	if k := c.Spec.ZooKeeper; k != nil && k.SyncLimit > 0 && k.InitLimit > 0 && k.SyncLimit > k.InitLimit {
+		d.add(errorIn(c.knobs.at("sync_limit"), c.knobs.block, "sync_limit above init_limit",
+			"A follower gets init_limit (%d ticks) to connect and sync_limit (%d ticks) to stay in sync: sync_limit above init_limit is almost always a mistake.", k.InitLimit, k.SyncLimit))
+	}
+}

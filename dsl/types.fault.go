@@ -1,0 +1,354 @@
+package dsl
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// targetRule says whether a fault kind acts on nodes chosen by a target.
+type targetRule int
+
+const (
+	targetNone     targetRule = iota
+	targetOptional            // network: a target narrows the shaping to those nodes
+	targetRequired
+)
+
+// faultKind describes one kind of fault: its own attributes and how it is
+// decoded. Kinds are listed in one table so that an unknown kind's diagnostic
+// can name every allowed one.
+type faultKind struct {
+	attrs    []string
+	target   targetRule
+	windowed bool // lasts for `duration` (default: to the end of its phase)
+	decode   func(f *Fault, a hcl.Attributes, d *decoder)
+}
+
+var faultKinds = map[string]faultKind{
+	FaultNetwork: {
+		attrs: []string{"between", "rtt", "jitter", "loss", "bandwidth"}, target: targetOptional, windowed: true,
+		decode: decodeNetworkFault,
+	},
+	FaultPartition: {
+		attrs: []string{"groups", "direction"}, target: targetOptional, windowed: true,
+		decode: decodePartitionFault,
+	},
+	FaultKill:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	FaultStop:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	FaultRestart: {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	FaultPause:   {target: targetRequired, windowed: true},
+	FaultDisk: {
+		attrs: []string{"rate", "block_size", "fsync", "parallelism"}, target: targetRequired, windowed: true,
+		decode: decodeDiskFault,
+	},
+}
+
+// FaultKinds lists every fault kind, sorted.
+func FaultKinds() []string { return sortedKeys(faultKinds) }
+
+var commonFaultAttrs = []string{"name", "cluster", "at", "duration", "every", "target", "region", "seed"}
+
+// Fault is a decoded fault block. Offsets are relative to its phase.
+type Fault struct {
+	Kind      string
+	Name      string
+	DeclRange hcl.Range
+	kindRange hcl.Range
+
+	Cluster      string
+	clusterRange hcl.Range
+	clusterSet   bool
+
+	At            Duration
+	atRange       hcl.Range
+	Duration      Duration // 0: to the end of the phase, for windowed kinds
+	durationRange hcl.Range
+	durationSet   bool
+	Every         Duration
+	everyRange    hcl.Range
+
+	Target      TargetSpec
+	targetRange hcl.Range
+	targetSet   bool
+	nodeRanges  []hcl.Range // per Target.Nodes entry
+	seedSet     bool
+
+	Network       *NetworkEffect
+	betweenRanges []hcl.Range
+	Partition     *PartitionSpec
+	memberRanges  [][]hcl.Range
+	RestartAfter  Duration
+	restartRange  hcl.Range
+	Disk          *DiskSpec
+}
+
+func decodeFault(block *hcl.Block, d *decoder) *Fault {
+	f := &Fault{Kind: block.Labels[0], Name: block.Labels[0], DeclRange: block.DefRange, kindRange: block.LabelRanges[0]}
+	kind, ok := faultKinds[f.Kind]
+	if !ok {
+		d.errorf(block.LabelRanges[0], "Unknown fault kind", "%q is not a fault kind. %s", f.Kind, didYouMean(f.Kind, FaultKinds()))
+		return nil
+	}
+	schema := &hcl.BodySchema{}
+	for _, n := range append(append([]string{}, commonFaultAttrs...), kind.attrs...) {
+		if kind.target == targetNone && (n == "target" || n == "region" || n == "seed") {
+			continue
+		}
+		if !kind.windowed && n == "duration" {
+			continue
+		}
+		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
+	}
+	content, diags := block.Body.Content(schema)
+	d.diags = append(d.diags, diags...)
+	a := content.Attributes
+	f.atRange, f.durationRange, f.targetRange = block.DefRange, block.DefRange, block.DefRange
+	if attr, ok := a["name"]; ok {
+		if s, ok := d.str(attr); ok && s != "" {
+			f.Name = s
+		}
+	}
+	if attr, ok := a["cluster"]; ok {
+		f.clusterRange, f.clusterSet = attr.Expr.Range(), true
+		f.Cluster = clusterRef(attr, d)
+	}
+	if attr, ok := a["at"]; ok {
+		f.atRange = attr.Expr.Range()
+		f.At, _ = d.duration(attr, true)
+	}
+	if attr, ok := a["duration"]; ok {
+		f.durationRange, f.durationSet = attr.Expr.Range(), true
+		f.Duration, _ = d.duration(attr, false)
+	}
+	if attr, ok := a["every"]; ok {
+		f.everyRange = attr.Expr.Range()
+		f.Every, _ = d.duration(attr, false)
+	}
+	decodeTarget(f, a, d)
+	if kind.target == targetRequired && !f.targetSet {
+		d.errorf(block.DefRange, "Missing fault target",
+			"Say which nodes the %s fault acts on: `target = \"leader\"` (or \"follower\", \"minority\", \"majority\", \"random\", \"all\"), `target = 2` for node n2, `target = [1, 3]`, or `region = \"eu-west\"`.", f.Kind)
+	}
+	if kind.decode != nil {
+		kind.decode(f, a, d)
+	}
+	return f
+}
+
+var targetKeywords = []string{TargetLeader, TargetFollower, TargetMinority, TargetMajority, TargetRandom, TargetAll}
+
+func decodeTarget(f *Fault, a hcl.Attributes, d *decoder) {
+	attr, hasTarget := a["target"]
+	region, hasRegion := a["region"]
+	if seed, ok := a["seed"]; ok {
+		f.Target.Seed, _ = d.integer(seed, -1<<62, 1<<62)
+		f.seedSet = true
+	}
+	if hasTarget && hasRegion {
+		d.errorf(region.Range, "Both target and region", "Choose nodes either with `target` or with `region`, not both.")
+		return
+	}
+	if hasRegion {
+		f.targetRange, f.targetSet = region.Expr.Range(), true
+		f.Target.Kind = TargetRegion
+		f.Target.Region, _ = d.str(region)
+		return
+	}
+	if !hasTarget {
+		return
+	}
+	f.targetRange, f.targetSet = attr.Expr.Range(), true
+	if exprs, diags := hcl.ExprList(attr.Expr); !diags.HasErrors() {
+		f.Target.Kind = TargetNodes
+		if len(exprs) == 0 {
+			d.errorf(attr.Expr.Range(), "Empty target", "List at least one node, such as `target = [1]`.")
+		}
+		for _, e := range exprs {
+			n, ok := d.integer(&hcl.Attribute{Name: "target", Expr: e, Range: e.Range()}, 1, maxNodes)
+			if ok {
+				f.Target.Nodes = append(f.Target.Nodes, int(n))
+				f.nodeRanges = append(f.nodeRanges, e.Range())
+			}
+		}
+		return
+	}
+	v, ok := d.value(attr)
+	if !ok {
+		return
+	}
+	switch v.Type() {
+	case cty.Number:
+		if n, ok := d.integer(attr, 1, maxNodes); ok {
+			f.Target.Kind, f.Target.Nodes = TargetNodes, []int{int(n)}
+			f.nodeRanges = []hcl.Range{attr.Expr.Range()}
+		}
+	case cty.String:
+		s := v.AsString()
+		if !contains(targetKeywords, s) {
+			d.errorf(attr.Expr.Range(), "Unknown target", "%q is not a target. %s Use a number for one node (`target = 2`), a list for several, or `region = \"...\"`.", s, didYouMean(s, targetKeywords))
+			return
+		}
+		f.Target.Kind = s
+	default:
+		d.errorf(attr.Expr.Range(), "Invalid target", "Write a keyword (\"leader\", \"follower\", \"minority\", \"majority\", \"random\", \"all\"), a node number, or a list of node numbers.")
+	}
+}
+
+func decodeRestartAfter(f *Fault, a hcl.Attributes, d *decoder) {
+	if attr, ok := a["restart_after"]; ok {
+		f.restartRange = attr.Expr.Range()
+		f.RestartAfter, _ = d.duration(attr, f.Kind == FaultRestart)
+	}
+}
+
+func decodeNetworkFault(f *Fault, a hcl.Attributes, d *decoder) {
+	e := &NetworkEffect{}
+	f.Network = e
+	if attr, ok := a["between"]; ok {
+		regions, rngs, ok := d.stringList(attr)
+		if ok && len(regions) != 2 {
+			d.errorf(attr.Expr.Range(), "Invalid between", "Name the two regions whose link changes, such as `between = [\"us-east\", \"eu-west\"]`.")
+		} else if ok {
+			e.Between, f.betweenRanges = regions, rngs
+		}
+		if f.targetSet {
+			d.errorf(attr.Range, "Both between and target", "Shape either one link (`between`) or every path of some nodes (`target`/`region`), not both.")
+		}
+	}
+	set := 0
+	for _, name := range []string{"rtt", "jitter", "loss", "bandwidth"} {
+		attr, ok := a[name]
+		if !ok {
+			continue
+		}
+		set++
+		switch name {
+		case "rtt":
+			e.RTT, _ = d.duration(attr, true)
+		case "jitter":
+			e.Jitter, _ = d.duration(attr, true)
+		case "loss":
+			e.Loss, _ = d.percent(attr)
+		case "bandwidth":
+			e.Bandwidth, _ = d.bandwidth(attr)
+		}
+	}
+	if set == 0 {
+		d.errorf(f.DeclRange, "Network fault changes nothing", "Set at least one of rtt, jitter, loss or bandwidth, such as `rtt = \"200ms\"`.")
+	}
+}
+
+func decodePartitionFault(f *Fault, a hcl.Attributes, d *decoder) {
+	p := &PartitionSpec{Direction: DirectionBoth}
+	f.Partition = p
+	if attr, ok := a["direction"]; ok {
+		p.Direction, _ = d.oneOf(attr, []string{DirectionBoth, DirectionTo, DirectionFrom})
+	}
+	attr, hasGroups := a["groups"]
+	switch {
+	case hasGroups && f.targetSet:
+		d.errorf(attr.Range, "Both groups and target", "Either cut between `groups`, or isolate the `target` from everything else; not both.")
+		return
+	case !hasGroups && !f.targetSet:
+		d.errorf(f.DeclRange, "Partition of nothing",
+			"Say what to cut: `groups = [[\"us-east\"], [\"eu-west\", \"ap-south\"]]` (regions or node numbers), or `target = \"leader\"` to isolate the leader.")
+		return
+	case !hasGroups:
+		return
+	}
+	outer, diags := hcl.ExprList(attr.Expr)
+	if diags.HasErrors() || len(outer) < 2 {
+		d.errorf(attr.Expr.Range(), "Invalid groups", "List at least two groups, each a list of regions or node numbers, such as `groups = [[1], [2, 3]]`.")
+		return
+	}
+	for _, g := range outer {
+		inner, diags := hcl.ExprList(g)
+		if diags.HasErrors() || len(inner) == 0 {
+			d.errorf(g.Range(), "Invalid group", "Each group is a non-empty list of regions or node numbers, such as `[\"eu-west\"]` or `[2, 3]`.")
+			continue
+		}
+		var group []Member
+		var rngs []hcl.Range
+		for _, e := range inner {
+			el := &hcl.Attribute{Name: "groups element", Expr: e, Range: e.Range()}
+			v, ok := d.value(el)
+			if !ok {
+				continue
+			}
+			switch v.Type() {
+			case cty.String:
+				group = append(group, Member{Region: v.AsString()})
+			case cty.Number:
+				if n, ok := d.integer(el, 1, maxNodes); ok {
+					group = append(group, Member{Node: int(n)})
+				} else {
+					continue
+				}
+			default:
+				d.errorf(e.Range(), "Invalid group member", "A group member is a region name (\"eu-west\") or a node number (2).")
+				continue
+			}
+			rngs = append(rngs, e.Range())
+		}
+		p.Groups = append(p.Groups, group)
+		f.memberRanges = append(f.memberRanges, rngs)
+	}
+}
+
+const (
+	defaultDiskBlock = 64 << 10
+)
+
+func decodeDiskFault(f *Fault, a hcl.Attributes, d *decoder) {
+	disk := &DiskSpec{BlockSize: defaultDiskBlock, Fsync: true, Parallelism: 1}
+	f.Disk = disk
+	if attr, ok := a["rate"]; ok {
+		if s, ok := d.str(attr); ok && s != "unlimited" {
+			n, err := ParseSize(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
+			if err != nil || !strings.HasSuffix(strings.TrimSpace(s), "/s") || n <= 0 {
+				d.errorf(attr.Expr.Range(), "Invalid disk rate", "Write bytes per second, such as \"50MiB/s\", or \"unlimited\".")
+			} else {
+				disk.Rate = n
+			}
+		}
+	}
+	if attr, ok := a["block_size"]; ok {
+		disk.BlockSize, _ = d.size(attr, 512, 64<<20)
+	}
+	if attr, ok := a["fsync"]; ok {
+		disk.Fsync, _ = d.boolean(attr)
+	}
+	if attr, ok := a["parallelism"]; ok {
+		n, _ := d.integer(attr, 1, 64)
+		disk.Parallelism = int(n)
+	}
+}
+
+// describe renders the fault for plans and logs.
+func (t TargetSpec) String() string {
+	switch t.Kind {
+	case TargetNodes:
+		parts := make([]string, len(t.Nodes))
+		for i, n := range t.Nodes {
+			parts[i] = NodeName(n)
+		}
+		return strings.Join(parts, ",")
+	case TargetRegion:
+		return "region " + t.Region
+	case TargetRandom:
+		return fmt.Sprintf("random(seed %d)", t.Seed)
+	case "":
+		return "-"
+	}
+	return t.Kind
+}
+
+func sortedInts(in []int) []int {
+	out := append([]int(nil), in...)
+	sort.Ints(out)
+	return out
+}

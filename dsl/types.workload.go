@@ -1,0 +1,245 @@
+package dsl
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+const blockWorkload = "workload"
+
+var workloadSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "cluster"}, {Name: "region"}, {Name: "mix", Required: true}, {Name: "consistency"},
+	{Name: "key_size"}, {Name: "value_size"}, {Name: "keyspace"}, {Name: "key_prefix"},
+	{Name: "distribution"}, {Name: "zipf_s"}, {Name: "seed"},
+	{Name: "clients"}, {Name: "conns"}, {Name: "timeout"}, {Name: "range_limit"}, {Name: "preload"},
+}}
+
+// consistencyModes lists each store's read modes; the first is the store's
+// own default.
+var consistencyModes = map[string][]string{
+	StoreEtcd:      {"linearizable", "serializable"},
+	StoreZooKeeper: {"local", "sync"},
+	StoreConsul:    {"default", "consistent", "stale"},
+}
+
+// ConsistencyModes lists the read consistency modes of store, its default first.
+func ConsistencyModes(store string) []string { return consistencyModes[store] }
+
+// storeOps lists the operations each store's driver implements.
+var storeOps = map[string][]string{
+	StoreEtcd:      {OpPut, OpGet, OpDelete, OpRange, OpTxn},
+	StoreZooKeeper: {OpPut, OpGet, OpDelete, OpRange, OpTxn},
+	StoreConsul:    {OpPut, OpGet, OpDelete, OpRange, OpTxn},
+}
+
+// Workload defaults, chosen to be light enough for a laptop.
+const (
+	defaultClients   = 10
+	defaultConns     = 1
+	defaultKeySize   = 16
+	defaultValueSize = 256
+	defaultKeyspace  = 10000
+	defaultTimeout   = 5 * time.Second
+	defaultRangeLim  = 100
+	defaultZipfS     = 1.1
+)
+
+// Workload is a decoded workload block.
+type Workload struct {
+	Spec         WorkloadSpec
+	DeclRange    hcl.Range
+	clusterRange hcl.Range
+	clusterSet   bool
+	regionRange  hcl.Range
+	regionSet    bool
+	consistRange hcl.Range
+	consistSet   bool
+	mixRanges    map[string]hcl.Range
+	keySizeRange hcl.Range
+	preloadSet   bool
+}
+
+func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diagnostics) {
+	name := block.Labels[0]
+	w := &Workload{DeclRange: block.DefRange, mixRanges: map[string]hcl.Range{}, keySizeRange: block.DefRange}
+	w.Spec = WorkloadSpec{
+		Name: name, KeySize: defaultKeySize, ValueSize: defaultValueSize, Keyspace: defaultKeyspace,
+		KeyPrefix: "/scenario/" + name + "/", Distribution: DistUniform, Clients: defaultClients,
+		Conns: defaultConns, Timeout: Duration(defaultTimeout), RangeLimit: defaultRangeLim,
+	}
+	content, diags := block.Body.Content(workloadSchema)
+	d := &decoder{ctx: ctx, diags: diags}
+	for _, attr := range sortedAttributes(content.Attributes) {
+		switch attr.Name {
+		case "cluster":
+			w.clusterRange, w.clusterSet = attr.Expr.Range(), true
+			w.Spec.Cluster = clusterRef(attr, d)
+		case "region":
+			w.regionRange, w.regionSet = attr.Expr.Range(), true
+			w.Spec.Region, _ = d.str(attr)
+		case "mix":
+			w.Spec.Mix = decodeMix(attr, d, w.mixRanges)
+		case "consistency":
+			w.consistRange, w.consistSet = attr.Expr.Range(), true
+			w.Spec.Consistency, _ = d.str(attr)
+		case "key_size":
+			w.keySizeRange = attr.Expr.Range()
+			n, _ := d.size(attr, 1, 64<<10)
+			w.Spec.KeySize = int(n)
+		case "value_size":
+			n, _ := d.size(attr, 1, 64<<20)
+			w.Spec.ValueSize = int(n)
+		case "keyspace":
+			w.Spec.Keyspace, _ = d.integer(attr, 1, 1<<40)
+		case "key_prefix":
+			w.Spec.KeyPrefix, _ = d.str(attr)
+		case "distribution":
+			w.Spec.Distribution, _ = d.oneOf(attr, []string{DistSequential, DistUniform, DistZipfian})
+		case "zipf_s":
+			if s, ok := d.number(attr); ok {
+				if s <= 1 {
+					d.errorf(attr.Expr.Range(), "Invalid zipf_s", "The zipfian exponent must be greater than 1, such as 1.1 (mild skew) or 2 (strong skew).")
+				}
+				w.Spec.ZipfS = s
+			}
+		case "seed":
+			w.Spec.Seed, _ = d.integer(attr, -1<<62, 1<<62)
+		case "clients":
+			n, _ := d.integer(attr, 1, 100000)
+			w.Spec.Clients = int(n)
+		case "conns":
+			n, _ := d.integer(attr, 1, 10000)
+			w.Spec.Conns = int(n)
+		case "timeout":
+			w.Spec.Timeout, _ = d.duration(attr, false)
+		case "range_limit":
+			n, _ := d.integer(attr, 1, 1<<20)
+			w.Spec.RangeLimit = int(n)
+		case "preload":
+			w.preloadSet = true
+			w.Spec.Preload, _ = d.boolean(attr)
+		}
+	}
+	if w.Spec.Distribution == DistZipfian && w.Spec.ZipfS == 0 {
+		w.Spec.ZipfS = defaultZipfS
+	}
+	if !w.preloadSet {
+		// Reads of keys nobody wrote measure "not found" paths, not the store:
+		// fill the keyspace first whenever the mix reads.
+		for _, m := range w.Spec.Mix {
+			if m.Op == OpGet || m.Op == OpRange || m.Op == OpDelete || m.Op == OpTxn {
+				w.Spec.Preload = true
+			}
+		}
+	}
+	if w.Spec.KeySize > 0 && w.Spec.Keyspace > 0 {
+		need := len(w.Spec.KeyPrefix) + len(strconv.FormatInt(w.Spec.Keyspace-1, 10))
+		if w.Spec.KeySize < need {
+			d.errorf(w.keySizeRange, "Keys too short for the keyspace",
+				"Keys are the prefix %q plus a %d-digit index: key_size must be at least %d, or shorten key_prefix.", w.Spec.KeyPrefix, need-len(w.Spec.KeyPrefix), need)
+		}
+	}
+	return w, d.diags
+}
+
+// clusterRef reads `cluster = cluster.NAME` as a reference, not a string, so
+// a wrong name is reported at the reference.
+func clusterRef(attr *hcl.Attribute, d *decoder) string {
+	trav, diags := hcl.AbsTraversalForExpr(attr.Expr)
+	if diags.HasErrors() || len(trav) != 2 || trav.RootName() != blockCluster {
+		d.errorf(attr.Expr.Range(), "Invalid cluster reference", "Refer to a cluster by its block, such as `cluster = cluster.main` (no quotes).")
+		return ""
+	}
+	step, ok := trav[1].(hcl.TraverseAttr)
+	if !ok {
+		d.errorf(attr.Expr.Range(), "Invalid cluster reference", "Refer to a cluster by its block, such as `cluster = cluster.main`.")
+		return ""
+	}
+	return step.Name
+}
+
+// decodeMix reads `mix = { put = 0.8, get = 0.2 }`. Weights are relative and
+// normalised to sum to 1, so { put = 4, get = 1 } works too.
+func decodeMix(attr *hcl.Attribute, d *decoder, rngs map[string]hcl.Range) []OpWeight {
+	pairs, diags := hcl.ExprMap(attr.Expr)
+	if diags.HasErrors() {
+		d.errorf(attr.Expr.Range(), "Invalid mix", "Write the operation mix as an object of weights, such as `mix = { put = 0.8, get = 0.2 }`.")
+		return nil
+	}
+	weights := map[string]float64{}
+	total := 0.0
+	for _, p := range pairs {
+		key := hcl.ExprAsKeyword(p.Key)
+		if key == "" {
+			keyAttr := &hcl.Attribute{Name: "mix key", Expr: p.Key, Range: p.Key.Range()}
+			key, _ = d.str(keyAttr)
+		}
+		if !contains(AllOps, key) {
+			d.errorf(p.Key.Range(), "Unknown operation in mix", "%q is not an operation. %s", key, didYouMean(key, AllOps))
+			continue
+		}
+		if prev, ok := rngs[key]; ok {
+			d.errorf(p.Key.Range(), "Duplicate operation in mix", "%q already has a weight at %s.", key, prev)
+			continue
+		}
+		rngs[key] = p.Key.Range()
+		w, ok := d.number(&hcl.Attribute{Name: "mix." + key, Expr: p.Value, Range: p.Value.Range()})
+		if !ok {
+			continue
+		}
+		if w < 0 {
+			d.errorf(p.Value.Range(), "Negative weight in mix", "The weight of %q must be zero or more.", key)
+			continue
+		}
+		weights[key] = w
+		total += w
+	}
+	if len(pairs) > 0 && total == 0 && !d.diags.HasErrors() {
+		d.errorf(attr.Expr.Range(), "Empty mix", "Give at least one operation a positive weight, such as `mix = { put = 1 }`.")
+		return nil
+	}
+	if len(pairs) == 0 {
+		d.errorf(attr.Expr.Range(), "Empty mix", "Give at least one operation a weight, such as `mix = { put = 0.8, get = 0.2 }`.")
+		return nil
+	}
+	var out []OpWeight
+	for _, op := range AllOps {
+		if w, ok := weights[op]; ok && w > 0 {
+			out = append(out, OpWeight{Op: op, Weight: w / total})
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (w *Workload) describeMix() string {
+	s := ""
+	for i, m := range w.Spec.Mix {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("%s=%.2f", m.Op, m.Weight)
+	}
+	return s
+}

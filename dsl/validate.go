@@ -1,0 +1,253 @@
+package dsl
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// validate checks the blocks against each other. It reports every problem
+// and changes nothing but the defaults it resolves (a workload's cluster,
+// region and consistency when the file leaves them out).
+func (s *Scenario) validate(f *File) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	add := func(d ...*hcl.Diagnostic) { diags = append(diags, d...) }
+	fileStart := hcl.Range{Filename: f.Filename, Start: hcl.InitialPos, End: hcl.InitialPos}
+
+	if len(s.Clusters) == 0 {
+		add(errorAt(fileStart, "No cluster", "A scenario needs a cluster to run against, such as:\n  cluster \"main\" {\n    store = \"etcd\"\n    nodes = 3\n  }"))
+	}
+	if len(s.Phases) == 0 {
+		add(errorAt(fileStart, "No phase", "A scenario needs at least one phase, such as:\n  phase \"steady\" {\n    duration = \"30s\"\n    load \"writers\" {}\n  }"))
+	}
+	clusters := map[string]*Cluster{}
+	var clusterNames []string
+	placed := map[string]bool{}
+	for _, c := range s.Clusters {
+		clusters[c.Spec.Name] = c
+		clusterNames = append(clusterNames, c.Spec.Name)
+		for _, r := range c.Spec.Placement {
+			placed[r] = true
+		}
+	}
+	resolveCluster := func(name string, set bool, rng, decl hcl.Range, what string) *Cluster {
+		if set {
+			c, ok := clusters[name]
+			if !ok && name != "" {
+				add(errorAt(rng, "Unknown cluster", "No cluster is named %q. %s", name, didYouMean(name, clusterNames)))
+			}
+			return c
+		}
+		if len(s.Clusters) == 1 {
+			return s.Clusters[0]
+		}
+		if len(s.Clusters) > 1 {
+			add(errorAt(decl, "Which cluster?", "This scenario has several clusters: say which one this %s uses with `cluster = cluster.NAME`.", what))
+		}
+		return nil
+	}
+
+	workloads := map[string]*Workload{}
+	var workloadNames []string
+	for _, w := range s.Workloads {
+		workloads[w.Spec.Name] = w
+		workloadNames = append(workloadNames, w.Spec.Name)
+		c := resolveCluster(w.Spec.Cluster, w.clusterSet, w.clusterRange, w.DeclRange, "workload")
+		if c == nil {
+			continue
+		}
+		w.Spec.Cluster = c.Spec.Name
+		modes := consistencyModes[c.Spec.Store]
+		if !w.consistSet {
+			w.Spec.Consistency = modes[0]
+		} else if !contains(modes, w.Spec.Consistency) {
+			add(errorAt(w.consistRange, "Consistency mode not supported by the store",
+				"%s has no %q read mode. %s", c.Spec.Store, w.Spec.Consistency, didYouMean(w.Spec.Consistency, modes)))
+		}
+		for _, m := range w.Spec.Mix {
+			if !contains(storeOps[c.Spec.Store], m.Op) {
+				add(errorAt(w.mixRanges[m.Op], "Operation not supported by the store", "%s does not support %q. Allowed: %s.", c.Spec.Store, m.Op, quoteList(storeOps[c.Spec.Store])))
+			}
+		}
+		if !w.regionSet {
+			regions := distinct(c.Spec.Placement)
+			if len(regions) == 1 {
+				w.Spec.Region = regions[0]
+			} else {
+				add(errorAt(w.DeclRange, "Clients need a region",
+					"Cluster %q spans regions %s: say where this workload's clients sit with `region = \"...\"`.", c.Spec.Name, quoteList(regions)))
+			}
+		}
+	}
+	linked := map[string]bool{}
+	for _, l := range s.Network.Spec.Links {
+		linked[l.A], linked[l.B] = true, true
+	}
+	for _, w := range s.Workloads {
+		if w.regionSet && w.Spec.Region != "" && !placed[w.Spec.Region] && !linked[w.Spec.Region] {
+			add(errorAt(w.regionRange, "Region used but not placed",
+				"No node sits in region %q and no network link names it. %s Place a node there, or declare a link to it in the network block.", w.Spec.Region, didYouMean(w.Spec.Region, sortedKeys(placed))))
+		}
+	}
+	known := map[string]bool{}
+	for r := range placed {
+		known[r] = true
+	}
+	for _, w := range s.Workloads {
+		known[w.Spec.Region] = true
+	}
+	for i, l := range s.Network.Spec.Links {
+		for j, r := range []string{l.A, l.B} {
+			if !known[r] {
+				rng := s.Network.linkRanges[i].a
+				if j == 1 {
+					rng = s.Network.linkRanges[i].b
+				}
+				add(errorAt(rng, "Region used but not placed",
+					"No node or workload sits in region %q. %s Place a node there with `placement`, or remove this link.", r, didYouMean(r, sortedKeys(known))))
+			}
+		}
+	}
+
+	loaded := map[string]bool{}
+	for _, p := range s.Phases {
+		for _, l := range p.Loads {
+			if _, ok := workloads[l.Workload]; !ok {
+				add(errorAt(l.WorkloadRange, "Unknown workload", "No workload is named %q. %s", l.Workload, didYouMean(l.Workload, workloadNames)))
+				continue
+			}
+			loaded[l.Workload] = true
+		}
+		names := duplicateCheck{}
+		for _, ft := range p.Faults {
+			if ft.Name != ft.Kind {
+				add(nonNil(names.check("fault", ft.Name, ft.DeclRange))...)
+			}
+			c := resolveCluster(ft.Cluster, ft.clusterSet, ft.clusterRange, ft.DeclRange, "fault")
+			if c != nil {
+				ft.Cluster = c.Spec.Name
+				add(s.validateFaultTargets(ft, c, known)...)
+			}
+			add(validateFaultTiming(ft, p)...)
+		}
+	}
+	for _, w := range s.Workloads {
+		if !loaded[w.Spec.Name] {
+			add(errorAt(w.DeclRange, "Workload never runs",
+				"Workload %q has no load in any phase: add `load %q {}` to a phase, or remove the workload.", w.Spec.Name, w.Spec.Name))
+		}
+	}
+	return diags
+}
+
+func distinct(list []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range list {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (s *Scenario) validateFaultTargets(f *Fault, c *Cluster, known map[string]bool) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	n := c.Spec.Nodes
+	for i, node := range f.Target.Nodes {
+		if node > n {
+			diags = append(diags, errorAt(f.nodeRanges[i], "Fault target out of range",
+				"Cluster %q has %d nodes (n1..n%d); there is no node %d.", c.Spec.Name, n, n, node))
+		}
+	}
+	regions := distinct(c.Spec.Placement)
+	if f.Target.Kind == TargetRegion && !contains(regions, f.Target.Region) {
+		diags = append(diags, errorAt(f.targetRange, "No nodes in region",
+			"No node of cluster %q sits in region %q. %s", c.Spec.Name, f.Target.Region, didYouMean(f.Target.Region, regions)))
+	}
+	if (f.Target.Kind == TargetFollower || f.Target.Kind == TargetMinority) && n < 2 && f.Kind != FaultPartition || f.Target.Kind == TargetMinority && n < 3 {
+		diags = append(diags, errorAt(f.targetRange, "Target names no node",
+			"A %d-node cluster has no %s: target \"leader\" or a node number instead.", n, f.Target.Kind))
+	}
+	for i, r := range f.betweenRanges {
+		if !known[f.Network.Between[i]] {
+			diags = append(diags, errorAt(r, "Region used but not placed",
+				"No node or workload sits in region %q. %s", f.Network.Between[i], didYouMean(f.Network.Between[i], sortedKeys(known))))
+		}
+	}
+	if f.Partition != nil {
+		seen := map[Member]hcl.Range{}
+		for gi, g := range f.Partition.Groups {
+			for mi, m := range g {
+				rng := f.memberRanges[gi][mi]
+				switch {
+				case m.Node > n:
+					diags = append(diags, errorAt(rng, "Fault target out of range",
+						"Cluster %q has %d nodes (n1..n%d); there is no node %d.", c.Spec.Name, n, n, m.Node))
+				case m.Region != "" && !known[m.Region]:
+					diags = append(diags, errorAt(rng, "Region used but not placed",
+						"No node or workload sits in region %q. %s", m.Region, didYouMean(m.Region, sortedKeys(known))))
+				}
+				if prev, ok := seen[m]; ok {
+					diags = append(diags, errorAt(rng, "Member in two groups",
+						"%s is already in a group at %s; each host belongs to one side of a partition.", memberString(m), prev))
+				}
+				seen[m] = rng
+			}
+		}
+	}
+	return diags
+}
+
+func memberString(m Member) string {
+	if m.Region != "" {
+		return fmt.Sprintf("region %q", m.Region)
+	}
+	return NodeName(m.Node)
+}
+
+// window is how long one occurrence of a fault lasts within its phase.
+func (f *Fault) window(p *Phase) Duration {
+	switch {
+	case f.RestartAfter > 0:
+		return f.RestartAfter
+	case faultKinds[f.Kind].windowed && f.durationSet:
+		return f.Duration
+	case faultKinds[f.Kind].windowed:
+		return p.Duration - f.At
+	}
+	return 0
+}
+
+func validateFaultTiming(f *Fault, p *Phase) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if p.Duration <= 0 {
+		return nil
+	}
+	if f.At >= p.Duration {
+		return hcl.Diagnostics{errorAt(f.atRange, "Fault after its phase ends",
+			"Phase %q lasts %s; this fault starts at %s. Use an offset below %s, or move the fault to a later phase.", p.Name, p.Duration, f.At, p.Duration)}
+	}
+	end := f.At + f.window(p)
+	if end > p.Duration {
+		rng, what := f.durationRange, "duration"
+		if f.RestartAfter > 0 {
+			rng, what = f.restartRange, "restart_after"
+		}
+		diags = append(diags, errorAt(rng, "Fault runs past its phase's end",
+			"Phase %q lasts %s but this fault runs from %s to %s. Shorten %s to at most %s, start it earlier, or lengthen the phase.",
+			p.Name, p.Duration, f.At, end, what, p.Duration-f.At))
+	}
+	if f.Every > 0 {
+		w := f.window(p)
+		if f.Kind != FaultKill && f.Kind != FaultStop && f.Kind != FaultRestart && !f.durationSet && faultKinds[f.Kind].windowed {
+			diags = append(diags, errorAt(f.everyRange, "Repeating fault without a duration",
+				"A %s fault that repeats needs a `duration` shorter than `every` (%s), or each occurrence would last to the end of the phase.", f.Kind, f.Every))
+		} else if w >= f.Every {
+			diags = append(diags, errorAt(f.everyRange, "Fault repeats before it ends",
+				"Each occurrence lasts %s, so `every` must be longer than that; got %s.", w, f.Every))
+		}
+	}
+	return diags
+}

@@ -1,0 +1,108 @@
+# etcd spread over three regions, with clients in one of them.
+#
+# Write latency in a geo-distributed raft cluster is set by the network: a put
+# is acknowledged once the leader has the entry on a majority, so its latency
+# is the client's RTT to the leader plus the leader's RTT to its nearest
+# follower plus an fsync. The steady phase measures that; the failover phase
+# kills the leader and measures how long writes stop.
+#
+#   scenario validate examples/etcd-geo.hcl
+#   scenario plan examples/etcd-geo.hcl
+#   scenario run examples/etcd-geo.hcl -var election_timeout=2s
+
+description = "3-region etcd: write latency follows the RTT matrix; leader kill and failover"
+seed        = 42
+
+# Tuning knobs are variables so they can be set with -var or swept.
+variable "heartbeat_interval" {
+  type    = string
+  default = "100ms" # the tuning guide: about the RTT between members
+}
+
+variable "election_timeout" {
+  type    = string
+  default = "1s" # at least 10x the RTT; etcd refuses less than 5x the heartbeat
+}
+
+cluster "main" {
+  store     = "etcd"
+  version   = "3.5.17"
+  nodes     = 3
+  placement = ["us-east", "eu-west", "ap-south"] # region of n1, n2, n3
+
+  etcd {
+    heartbeat_interval = var.heartbeat_interval
+    election_timeout   = var.election_timeout
+    snapshot_count     = 10000
+  }
+}
+
+# RTTs are round trips; each direction gets half. Pairs not listed use the
+# default link.
+network {
+  default {
+    rtt = "1ms"
+  }
+  link "us-east" "eu-west" {
+    rtt    = "80ms"
+    jitter = "4ms"
+  }
+  link "us-east" "ap-south" {
+    rtt = "190ms"
+  }
+  link "eu-west" "ap-south" {
+    rtt = "150ms"
+  }
+}
+
+workload "writers" {
+  cluster     = cluster.main
+  region      = "us-east" # the clients' host sits here
+  mix         = { put = 0.8, get = 0.2 }
+  consistency = "linearizable" # or "serializable": read from the local member
+  key_size    = 32
+  value_size  = "1KiB"
+  keyspace    = 10000
+  clients     = 20
+  conns       = 4
+  timeout     = "3s"
+}
+
+phase "warmup" {
+  duration = "10s"
+  load "writers" {
+    rate = ramp(10, 100) # open loop: requests per second, rising
+  }
+}
+
+phase "steady" {
+  duration = "30s"
+  load "writers" {
+    rate = 100
+  }
+}
+
+phase "failover" {
+  duration = "30s"
+  load "writers" {
+    rate = 100
+  }
+  fault "kill" {
+    target        = "leader" # resolved when the fault fires
+    at            = "5s"
+    restart_after = "10s"
+  }
+}
+
+check "steady write p99" {
+  condition = phase.steady.put.p99 < ms(600)
+  message   = "writes should cost about one cross-region round trip plus fsync"
+}
+
+check "failover availability" {
+  condition = phase.failover.availability >= 0.9 && phase.failover.max_gap < seconds(5)
+}
+
+check "failover time" {
+  condition = phase.failover.failover_time < seconds(5)
+}

@@ -1,0 +1,96 @@
+package results
+
+import "github.com/coordlab/scenario/dsl"
+
+// Metrics flattens the results into the metric paths checks read, so that a
+// check can be evaluated from a saved results.json as well as from a live
+// run. Values are float64 (latencies and durations in ms) or bool. A metric
+// that was not measured (a latency with no successful operation, an
+// availability with no attempt) is absent, so a check reading it fails to
+// evaluate instead of passing on a zero.
+//
+// Paths, where <scope> is "run" or "phase.<name>":
+//
+//	<scope>.<stat>                     every op of every workload; stat is one of dsl.PhaseStats or p50..mean
+//	<scope>.errors_by.<class>          errors of one class (dsl.ErrorClasses)
+//	<scope>.raw.<latency stat>         latency from the actual send time instead of the intended one
+//	<scope>.<op>.<stat>                one op over all workloads; stat is one of dsl.OpStats
+//	<scope>.<op>.errors_by.<class>
+//	<scope>.<op>.raw.<latency stat>
+//	<scope>.workload.<w>.<stat>        one workload, all its ops
+//	<scope>.workload.<w>.<op>.<stat>   one workload's op
+//	run.linearizable, run.lost_writes  the history checker's verdict
+func (r *Results) Metrics() map[string]any {
+	m := make(map[string]any)
+	addPhase(m, "run", &r.Run)
+	for i := range r.Phases {
+		addPhase(m, "phase."+r.Phases[i].Name, &r.Phases[i])
+	}
+	if c := r.Correctness; c != nil {
+		if c.Linearizable != nil {
+			m["run."+dsl.MetricLinearizable] = *c.Linearizable
+		}
+		if c.LostWrites != nil {
+			m["run."+dsl.MetricLostWrites] = float64(*c.LostWrites)
+		}
+	}
+	return m
+}
+
+// Lookup returns the value of one metric path (see Metrics).
+func (r *Results) Lookup(path string) (any, bool) {
+	v, ok := r.Metrics()[path]
+	return v, ok
+}
+
+func addPhase(m map[string]any, scope string, p *Phase) {
+	addOp(m, scope, &p.Total)
+	for i := range p.Ops {
+		addOp(m, scope+"."+p.Ops[i].Op, &p.Ops[i])
+	}
+	for _, w := range p.Workloads {
+		ws := scope + ".workload." + w.Name
+		addOp(m, ws, &w.Total)
+		for i := range w.Ops {
+			addOp(m, ws+"."+w.Ops[i].Op, &w.Ops[i])
+		}
+	}
+	m[scope+"."+dsl.MetricLateStarts] = float64(p.Total.LateStarts)
+	m[scope+"."+dsl.MetricElections] = float64(p.Elections)
+	m[scope+"."+dsl.MetricNoLeader] = p.NoLeaderMS
+	setOpt(m, scope+"."+dsl.MetricAvailability, p.Availability)
+	setOpt(m, scope+"."+dsl.MetricMaxGap, p.MaxGapMS)
+	setOpt(m, scope+"."+dsl.MetricFailoverTime, p.FailoverTimeMS)
+	setOpt(m, scope+"."+dsl.MetricLeaderElect, p.LeaderElectedMS)
+}
+
+func addOp(m map[string]any, prefix string, s *OpStats) {
+	m[prefix+"."+dsl.StatCount] = float64(s.Count)
+	m[prefix+"."+dsl.StatThroughput] = s.Throughput
+	m[prefix+"."+dsl.StatErrors] = float64(s.Errors)
+	m[prefix+"."+dsl.StatErrorRate] = s.ErrorRate
+	for class, n := range s.ErrorsBy {
+		m[prefix+".errors_by."+class] = float64(n)
+	}
+	addLatency(m, prefix, s.Latency)
+	addLatency(m, prefix+".raw", s.RawLatency)
+}
+
+func addLatency(m map[string]any, prefix string, l *Latency) {
+	if l == nil {
+		return
+	}
+	m[prefix+"."+dsl.StatP50] = l.P50MS
+	m[prefix+"."+dsl.StatP90] = l.P90MS
+	m[prefix+"."+dsl.StatP99] = l.P99MS
+	m[prefix+"."+dsl.StatP999] = l.P999MS
+	m[prefix+"."+dsl.StatMax] = l.MaxMS
+	m[prefix+"."+dsl.StatMin] = l.MinMS
+	m[prefix+"."+dsl.StatMean] = l.MeanMS
+}
+
+func setOpt(m map[string]any, path string, v *float64) {
+	if v != nil {
+		m[path] = *v
+	}
+}

@@ -1,0 +1,465 @@
+// Package results defines results.json, the versioned record of one scenario
+// run, and writes it in the forms people read: JSON for tools, JUnit XML for
+// CI and a fixed-width summary for terminals.
+//
+// Every duration in the schema is a float64 number of milliseconds and its
+// JSON name ends in _ms; absolute offsets (at_ms, start_ms, planned_ms...)
+// are measured from the start of the first phase. A value that could not be
+// measured is null rather than zero, so that a check such as p99 < 300 can
+// never pass on a phase where nothing succeeded.
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// SchemaVersion is bumped whenever results.json changes incompatibly. Adding
+// a field is compatible; renaming, removing or changing a unit is not.
+const SchemaVersion = 1
+
+// FileName is the name Write gives the results file inside its directory.
+const FileName = "results.json"
+
+// Results is one run of one scenario (one sweep point).
+type Results struct {
+	// SchemaVersion is the version of this schema the file was written with.
+	SchemaVersion int `json:"schema_version"`
+	// RunID identifies the run; it names the run's output directory.
+	RunID string `json:"run_id"`
+	// Scenario is the scenario's name (from the plan).
+	Scenario string `json:"scenario"`
+	// ScenarioFile is the HCL file the run was compiled from.
+	ScenarioFile string `json:"scenario_file"`
+	// Started is the wall-clock time of the start of the first phase, the
+	// instant every *_ms offset in this file is measured from.
+	Started time.Time `json:"started"`
+	// Finished is the wall-clock time the run ended (after the last phase,
+	// before teardown).
+	Finished time.Time `json:"finished"`
+	// DurationMS is the planned length of the timeline (all phases).
+	DurationMS float64 `json:"duration_ms"`
+	// Seeds lists the random seeds the run used, by what they seeded
+	// (for example "workload.writers" or a fault id), so a run can be replayed.
+	Seeds map[string]int64 `json:"seeds,omitempty"`
+	// Point is the sweep point this run measured; empty outside a sweep.
+	Point []SweepValue `json:"point,omitempty"`
+	// Phases holds the measurements of each phase, in timeline order.
+	Phases []Phase `json:"phases"`
+	// Run holds the same measurements over the whole timeline; its Name is
+	// "run". Its max gap is measured across phase boundaries, so it can be
+	// longer than any phase's.
+	Run Phase `json:"run"`
+	// Series is the per-second time series, one entry per workload and op.
+	Series []Series `json:"series"`
+	// Leader is the leader timeline: one entry each time the observed leader
+	// or term changed.
+	Leader []LeaderObservation `json:"leader"`
+	// Resources holds the per-node process samples (CPU, memory, disk writes).
+	Resources []NodeResources `json:"resources"`
+	// Correctness holds the history checker's verdict, when one ran.
+	Correctness *Correctness `json:"correctness,omitempty"`
+	// Checks holds every check of the scenario and its outcome.
+	Checks []Check `json:"checks"`
+	// Backend names the mechanisms the run used where there was a choice
+	// (for example "provider": "process", "shaper": "userspace").
+	Backend map[string]string `json:"backend,omitempty"`
+	// Notes carries anything else worth keeping with the numbers: warnings,
+	// dropped samples, versions. Keys are free-form.
+	Notes map[string]string `json:"notes,omitempty"`
+}
+
+// SweepValue is one coordinate of a sweep point.
+type SweepValue struct {
+	// Variable is the swept variable's name.
+	Variable string `json:"variable"`
+	// Value is the value it took, as an HCL literal.
+	Value string `json:"value"`
+}
+
+// Phase is what was measured during one phase. An operation belongs to the
+// phase that contains its intended send time; write gaps and elections
+// belong to the phase they happened in.
+type Phase struct {
+	// Name is the phase's name ("run" for the whole-run entry).
+	Name string `json:"name"`
+	// StartMS is when the phase started.
+	StartMS float64 `json:"start_ms"`
+	// DurationMS is the phase's planned length.
+	DurationMS float64 `json:"duration_ms"`
+	// Total aggregates every operation of every workload in the phase.
+	Total OpStats `json:"total"`
+	// Ops aggregates each kind of operation over all workloads, in canonical
+	// op order.
+	Ops []OpStats `json:"ops"`
+	// Workloads breaks the phase down per workload, in plan order.
+	Workloads []WorkloadStats `json:"workloads"`
+	// Availability is successful / attempted operations; null when no
+	// operation was attempted.
+	Availability *float64 `json:"availability"`
+	// MaxGapMS is the longest stretch with no successful write (by completion
+	// time), the phase's boundaries included; null when no write was
+	// attempted.
+	MaxGapMS *float64 `json:"max_gap_ms"`
+	// Elections counts leader changes observed during the phase.
+	Elections int `json:"elections"`
+	// NoLeaderMS is how long the cluster was observed without a leader.
+	NoLeaderMS float64 `json:"no_leader_ms"`
+	// FailoverTimeMS is the worst TimeToWriteMS over the phase's failovers;
+	// null when none was measured.
+	FailoverTimeMS *float64 `json:"failover_time_ms"`
+	// LeaderElectedMS is the worst TimeToLeaderMS over the phase's failovers;
+	// null when none was measured.
+	LeaderElectedMS *float64 `json:"leader_elected_ms"`
+	// Failovers lists the faults injected during the phase and how the
+	// cluster recovered from each.
+	Failovers []Failover `json:"failovers"`
+}
+
+// WorkloadStats is one workload's share of a phase.
+type WorkloadStats struct {
+	// Name is the workload's name.
+	Name string `json:"name"`
+	// Total aggregates all of the workload's operations.
+	Total OpStats `json:"total"`
+	// Ops holds one entry per kind of operation the workload sent, in
+	// canonical op order.
+	Ops []OpStats `json:"ops"`
+}
+
+// OpStats are the numbers of one set of operations.
+type OpStats struct {
+	// Op is the operation kind (put, get, ...); empty for an aggregate over
+	// several kinds.
+	Op string `json:"op,omitempty"`
+	// Count is the number of operations attempted: OK + Errors.
+	Count int64 `json:"count"`
+	// OK is the number that succeeded.
+	OK int64 `json:"ok"`
+	// Errors is the number that failed.
+	Errors int64 `json:"errors"`
+	// ErrorsBy splits Errors by class; every class is present.
+	ErrorsBy map[string]int64 `json:"errors_by"`
+	// ErrorRate is Errors / Count (0 when nothing was attempted).
+	ErrorRate float64 `json:"error_rate"`
+	// Throughput is successful operations per second of the phase's
+	// duration.
+	Throughput float64 `json:"throughput"`
+	// Latency is measured from the intended send time to completion, so
+	// that a stalled store shows up as latency (coordinated omission
+	// corrected). In closed loop the intended time is the send time, and it
+	// equals RawLatency. Only successful operations are included; null when
+	// none succeeded.
+	Latency *Latency `json:"latency"`
+	// RawLatency is measured from the actual send time to completion, over
+	// successful operations; null when none succeeded.
+	RawLatency *Latency `json:"raw_latency"`
+	// LateStarts counts operations sent more than 1 ms after their intended
+	// time (open loop only: the load generator fell behind).
+	LateStarts int64 `json:"late_starts"`
+}
+
+// Latency summarises a latency distribution. Percentiles come from an
+// HdrHistogram with 3 significant digits (microsecond resolution); min, max
+// and mean are exact.
+type Latency struct {
+	// P50MS is the median.
+	P50MS float64 `json:"p50_ms"`
+	// P90MS is the 90th percentile.
+	P90MS float64 `json:"p90_ms"`
+	// P99MS is the 99th percentile.
+	P99MS float64 `json:"p99_ms"`
+	// P999MS is the 99.9th percentile.
+	P999MS float64 `json:"p999_ms"`
+	// MaxMS is the largest value.
+	MaxMS float64 `json:"max_ms"`
+	// MinMS is the smallest value.
+	MinMS float64 `json:"min_ms"`
+	// MeanMS is the arithmetic mean.
+	MeanMS float64 `json:"mean_ms"`
+}
+
+// Failover records one injected fault and how the cluster came back from it.
+type Failover struct {
+	// FaultID is the fault's id in the plan ("<phase>/<name>", "#k" for
+	// repeats).
+	FaultID string `json:"fault_id"`
+	// Kind is the fault kind (kill, partition, ...).
+	Kind string `json:"kind"`
+	// Targets names the nodes the fault acted on, resolved when it fired.
+	Targets []string `json:"targets"`
+	// PlannedMS is when the plan scheduled the fault.
+	PlannedMS float64 `json:"planned_ms"`
+	// AppliedMS is when the fault had taken effect; null if it never did.
+	AppliedMS *float64 `json:"applied_ms"`
+	// RecoveredMS is when the fault was undone; null for instantaneous
+	// faults and faults that were never undone.
+	RecoveredMS *float64 `json:"recovered_ms"`
+	// TimeToLeaderMS is the time from AppliedMS until a leader other than
+	// the one the fault removed was observed; null if none was.
+	TimeToLeaderMS *float64 `json:"time_to_leader_ms"`
+	// TimeToWriteMS is the time from AppliedMS to the completion of the first
+	// successful write after it; null if there was none.
+	TimeToWriteMS *float64 `json:"time_to_write_ms"`
+	// Error says why the fault could not be applied or undone, if it could
+	// not.
+	Error string `json:"error,omitempty"`
+}
+
+// Series is the per-second time series of one workload's op.
+type Series struct {
+	// Workload is the workload's name.
+	Workload string `json:"workload"`
+	// Op is the operation kind.
+	Op string `json:"op"`
+	// Points holds one entry per second of the run, starting at 0, with no
+	// holes: a second with nothing completed has zero counts.
+	Points []SecondPoint `json:"points"`
+}
+
+// SecondPoint is one second of a Series. Operations fall in the second in
+// which they completed.
+type SecondPoint struct {
+	// AtMS is the start of the second.
+	AtMS float64 `json:"at_ms"`
+	// Ops is the number of operations that completed (OK + Errors).
+	Ops int64 `json:"ops"`
+	// Errors is the number that failed.
+	Errors int64 `json:"errors"`
+	// ErrorsBy splits Errors by class; only classes that occurred are
+	// present.
+	ErrorsBy map[string]int64 `json:"errors_by,omitempty"`
+	// P50MS is the median corrected latency of the second's successful
+	// operations; null when none succeeded.
+	P50MS *float64 `json:"p50_ms"`
+	// P99MS is the 99th percentile corrected latency; null when none
+	// succeeded.
+	P99MS *float64 `json:"p99_ms"`
+}
+
+// LeaderObservation is one change in the observed leader.
+type LeaderObservation struct {
+	// AtMS is when the change was first observed.
+	AtMS float64 `json:"at_ms"`
+	// Leader is the 1-based node index of the leader, 0 for none.
+	Leader int `json:"leader"`
+	// Term is the store's leader term (raft term, zxid epoch...), 0 when
+	// unknown.
+	Term uint64 `json:"term"`
+}
+
+// NodeResources holds one node's process samples.
+type NodeResources struct {
+	// Node is the node's name (n1, n2, ...).
+	Node string `json:"node"`
+	// Summary condenses Points.
+	Summary ResourceSummary `json:"summary"`
+	// Points holds one sample per second while the node's process was up.
+	Points []ResourcePoint `json:"points"`
+}
+
+// ResourcePoint is one sample of a node's process.
+type ResourcePoint struct {
+	// AtMS is when the sample was taken.
+	AtMS float64 `json:"at_ms"`
+	// PID is the process sampled; it changes when the node restarts.
+	PID int `json:"pid"`
+	// CPUPercent is CPU time (user + system) over wall time since the
+	// previous sample, in percent of one core.
+	CPUPercent float64 `json:"cpu_percent"`
+	// RSSBytes is the resident set size.
+	RSSBytes int64 `json:"rss_bytes"`
+	// WrittenBytes is the bytes the node's processes caused to be written to
+	// storage since the run began, summed over restarts; absent when
+	// /proc/PID/io was unreadable.
+	WrittenBytes *int64 `json:"written_bytes,omitempty"`
+}
+
+// ResourceSummary condenses a node's samples.
+type ResourceSummary struct {
+	// Samples is the number of points.
+	Samples int `json:"samples"`
+	// CPUMeanPercent is the mean of the points' CPUPercent.
+	CPUMeanPercent float64 `json:"cpu_mean_percent"`
+	// CPUMaxPercent is the largest CPUPercent.
+	CPUMaxPercent float64 `json:"cpu_max_percent"`
+	// RSSMaxBytes is the largest RSSBytes.
+	RSSMaxBytes int64 `json:"rss_max_bytes"`
+	// WrittenBytes is the total written over the run; null when it could not
+	// be read.
+	WrittenBytes *int64 `json:"written_bytes"`
+}
+
+// Correctness is the verdict of the history checker run after the load.
+type Correctness struct {
+	// Linearizable is true only when the checker proved the history
+	// linearizable, false when it found a violation, null when it gave up
+	// (timeout) or did not run.
+	Linearizable *bool `json:"linearizable"`
+	// LostWrites counts acknowledged writes not read back after the run;
+	// null when not checked.
+	LostWrites *int64 `json:"lost_writes"`
+	// Operations is the number of operations in the checked history.
+	Operations int64 `json:"operations"`
+	// Visualization is the path of the checker's HTML report, if written.
+	Visualization string `json:"visualization,omitempty"`
+	// Detail explains the verdict in a sentence.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Check is one check of the scenario and its outcome.
+type Check struct {
+	// Name is the check's name.
+	Name string `json:"name"`
+	// Condition is the HCL expression, as written.
+	Condition string `json:"condition"`
+	// Message is the user's explanation, shown when the check fails.
+	Message string `json:"message,omitempty"`
+	// Pos is where the check is declared (file:line:col).
+	Pos string `json:"pos,omitempty"`
+	// Passed is true when the condition evaluated to true.
+	Passed bool `json:"passed"`
+	// Observed maps each metric path the condition reads to the value it had:
+	// a float64, a bool, or null when the metric was not measured.
+	Observed map[string]any `json:"observed"`
+	// Error says why the condition could not be evaluated; a check with an
+	// error has Passed false.
+	Error string `json:"error,omitempty"`
+	// DurationMS is the stretch of the run the check covers (its phase, or
+	// the whole run); JUnit reports it as the test case's time.
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// Check outcomes, as Status reports them.
+const (
+	StatusPass  = "pass"
+	StatusFail  = "fail"
+	StatusError = "error"
+)
+
+// Status reports whether the check passed, failed, or could not be
+// evaluated.
+func (c Check) Status() string {
+	switch {
+	case c.Error != "":
+		return StatusError
+	case c.Passed:
+		return StatusPass
+	default:
+		return StatusFail
+	}
+}
+
+// Passed reports whether every check passed. A run without checks passes.
+func (r *Results) Passed() bool {
+	for _, c := range r.Checks {
+		if c.Status() != StatusPass {
+			return false
+		}
+	}
+	return true
+}
+
+// Phase returns the phase with the given name ("run" for the whole run).
+func (r *Results) Phase(name string) (*Phase, bool) {
+	if name == r.Run.Name {
+		return &r.Run, true
+	}
+	for i := range r.Phases {
+		if r.Phases[i].Name == name {
+			return &r.Phases[i], true
+		}
+	}
+	return nil, false
+}
+
+// AddFailover records a failover under its phase and keeps the phase's and
+// the run's worst failover times up to date.
+func (r *Results) AddFailover(phase string, f Failover) error {
+	p, ok := r.Phase(phase)
+	if !ok || p == &r.Run {
+		return fmt.Errorf("failover %s: no phase %q in the results", f.FaultID, phase)
+	}
+	p.Failovers = append(p.Failovers, f)
+	for _, q := range []*Phase{p, &r.Run} {
+		q.FailoverTimeMS = worst(q.FailoverTimeMS, f.TimeToWriteMS)
+		q.LeaderElectedMS = worst(q.LeaderElectedMS, f.TimeToLeaderMS)
+	}
+	return nil
+}
+
+func worst(cur, v *float64) *float64 {
+	if v == nil || (cur != nil && *cur >= *v) {
+		return cur
+	}
+	w := *v
+	return &w
+}
+
+// Write writes r as dir/results.json, indented. The file is written to a
+// temporary name first and renamed, so a reader never sees half a file.
+func Write(dir string, r *Results) error {
+	if r.SchemaVersion == 0 {
+		r.SchemaVersion = SchemaVersion
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // conditions contain < and >; keep them readable
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, FileName+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write results %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write results %s: %w", tmp.Name(), err)
+	}
+	path := filepath.Join(dir, FileName)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// Read loads a results file written by Write. It refuses files written with
+// a newer schema than this build understands.
+func Read(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("read results %s: %w", path, err)
+	}
+	switch {
+	case r.SchemaVersion == 0:
+		return nil, fmt.Errorf("read results %s: no schema_version; is this a results.json?", path)
+	case r.SchemaVersion > SchemaVersion:
+		return nil, fmt.Errorf("read results %s: schema version %d is newer than this build understands (%d); upgrade scenario", path, r.SchemaVersion, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// MS converts a duration to the schema's unit, milliseconds, rounded to the
+// microsecond: finer digits are noise and only make files harder to read.
+func MS(d time.Duration) float64 {
+	return float64(d.Round(time.Microsecond)) / float64(time.Millisecond)
+}
+
+// Ptr returns a pointer to v, for the schema's optional fields.
+func Ptr[T any](v T) *T { return &v }

@@ -1,0 +1,252 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// ANSI colours for check outcomes; used only when the caller asks, since
+// escape codes in a CI log or a file are noise.
+const (
+	ansiGreen  = "\x1b[32m"
+	ansiRed    = "\x1b[31m"
+	ansiYellow = "\x1b[33m"
+	ansiBold   = "\x1b[1m"
+	ansiReset  = "\x1b[0m"
+)
+
+// WriteSummary writes a human-readable report: a fixed-width table of every
+// phase × workload × op with counts, throughput, corrected latency
+// percentiles (ms), errors and availability, a line of phase-wide numbers
+// under each phase, then every check with its outcome, condition and
+// observed values. color adds ANSI colours to the outcomes.
+func WriteSummary(w io.Writer, r *Results, color bool) error {
+	sw := &summaryWriter{w: w, color: color}
+	sw.header(r)
+	sw.table(r)
+	sw.checks(r)
+	if sw.err != nil {
+		return fmt.Errorf("write summary: %w", sw.err)
+	}
+	return nil
+}
+
+// summaryWriter keeps the first write error so the layout code can stay
+// linear.
+type summaryWriter struct {
+	w     io.Writer
+	color bool
+	err   error
+}
+
+func (s *summaryWriter) printf(format string, args ...any) {
+	if s.err == nil {
+		_, s.err = fmt.Fprintf(s.w, format, args...)
+	}
+}
+
+func (s *summaryWriter) paint(code, text string) string {
+	if !s.color {
+		return text
+	}
+	return code + text + ansiReset
+}
+
+func (s *summaryWriter) header(r *Results) {
+	title := r.Scenario
+	if r.ScenarioFile != "" {
+		title += " (" + r.ScenarioFile + ")"
+	}
+	s.printf("%s\n", s.paint(ansiBold, "scenario "+title))
+	var facts []string
+	if r.RunID != "" {
+		facts = append(facts, "run "+r.RunID)
+	}
+	if !r.Started.IsZero() {
+		facts = append(facts, "started "+r.Started.UTC().Format(time.RFC3339))
+	}
+	facts = append(facts, "duration "+fmtDuration(r.DurationMS))
+	s.printf("%s\n", strings.Join(facts, ", "))
+	if len(r.Point) > 0 {
+		var pts []string
+		for _, p := range r.Point {
+			pts = append(pts, p.Variable+"="+p.Value)
+		}
+		s.printf("point %s\n", strings.Join(pts, " "))
+	}
+	s.printf("\n")
+}
+
+// row is one line of the table before it is padded.
+type row struct {
+	phase, workload, op string
+	stats               *OpStats
+}
+
+func (s *summaryWriter) table(r *Results) {
+	if len(r.Phases) == 0 {
+		s.printf("no phases measured\n")
+		return
+	}
+	// Name columns are as wide as their longest entry; number columns are
+	// fixed so that tables of different runs line up.
+	wp, ww, wo := len("phase"), len("workload"), len("op")
+	var rows [][]row
+	for i := range r.Phases {
+		p := &r.Phases[i]
+		var pr []row
+		for j := range p.Workloads {
+			wl := &p.Workloads[j]
+			for k := range wl.Ops {
+				pr = append(pr, row{p.Name, wl.Name, wl.Ops[k].Op, &wl.Ops[k]})
+			}
+		}
+		pr = append(pr, row{p.Name, "(all)", "", &p.Total})
+		for _, x := range pr {
+			wp, ww, wo = max(wp, len(x.phase)), max(ww, len(x.workload)), max(wo, len(x.op))
+		}
+		rows = append(rows, pr)
+	}
+	s.printf("%-*s  %-*s  %-*s %9s %9s %8s %8s %8s %8s %8s %8s %8s\n",
+		wp, "phase", ww, "workload", wo, "op", "count", "rps", "p50", "p90", "p99", "p99.9", "max", "errors", "avail")
+	for i, pr := range rows {
+		for _, x := range pr {
+			st := x.stats
+			l := st.Latency
+			if l == nil {
+				l = &Latency{P50MS: math.NaN(), P90MS: math.NaN(), P99MS: math.NaN(), P999MS: math.NaN(), MaxMS: math.NaN()}
+			}
+			s.printf("%-*s  %-*s  %-*s %9d %9.1f %8s %8s %8s %8s %8s %8d %8s\n",
+				wp, x.phase, ww, x.workload, wo, x.op, st.Count, st.Throughput,
+				fmtMS(l.P50MS), fmtMS(l.P90MS), fmtMS(l.P99MS), fmtMS(l.P999MS), fmtMS(l.MaxMS),
+				st.Errors, fmtRatio(availability(st)))
+		}
+		s.phaseLine(&r.Phases[i])
+	}
+	s.printf("latencies in ms from the intended send time (successful ops); avail = ok / attempted\n\n")
+}
+
+// phaseLine prints the phase-wide numbers that do not fit a per-op row.
+func (s *summaryWriter) phaseLine(p *Phase) {
+	parts := []string{"availability " + fmtRatio(p.Availability)}
+	if p.MaxGapMS != nil {
+		parts = append(parts, "max write gap "+fmtDuration(*p.MaxGapMS))
+	}
+	parts = append(parts, fmt.Sprintf("elections %d", p.Elections))
+	if p.NoLeaderMS > 0 {
+		parts = append(parts, "no leader "+fmtDuration(p.NoLeaderMS))
+	}
+	if p.Total.LateStarts > 0 {
+		parts = append(parts, fmt.Sprintf("late starts %d", p.Total.LateStarts))
+	}
+	if p.LeaderElectedMS != nil {
+		parts = append(parts, "new leader after "+fmtDuration(*p.LeaderElectedMS))
+	}
+	if p.FailoverTimeMS != nil {
+		parts = append(parts, "first write after "+fmtDuration(*p.FailoverTimeMS))
+	}
+	if classes := errorClasses(p.Total.ErrorsBy); classes != "" {
+		parts = append(parts, "errors "+classes)
+	}
+	s.printf("  %s\n\n", strings.Join(parts, ", "))
+}
+
+func (s *summaryWriter) checks(r *Results) {
+	if len(r.Checks) == 0 {
+		s.printf("no checks\n")
+		return
+	}
+	var pass, fail, errs int
+	for _, c := range r.Checks {
+		switch c.Status() {
+		case StatusPass:
+			pass++
+		case StatusFail:
+			fail++
+		default:
+			errs++
+		}
+	}
+	s.printf("checks: %d passed, %d failed, %d could not be evaluated\n", pass, fail, errs)
+	for _, c := range r.Checks {
+		var label string
+		switch c.Status() {
+		case StatusPass:
+			label = s.paint(ansiGreen, "PASS ")
+		case StatusFail:
+			label = s.paint(ansiRed, "FAIL ")
+		default:
+			label = s.paint(ansiYellow, "ERROR")
+		}
+		s.printf("  %s  %s\n", label, c.Name)
+		s.printf("         %s\n", c.Condition)
+		for _, k := range sortedKeys(c.Observed) {
+			s.printf("         %s = %s\n", k, FormatValue(c.Observed[k]))
+		}
+		if c.Status() == StatusFail && c.Message != "" {
+			s.printf("         %s\n", c.Message)
+		}
+		if c.Error != "" {
+			s.printf("         error: %s\n", c.Error)
+		}
+	}
+}
+
+func availability(st *OpStats) *float64 {
+	if st.Count == 0 {
+		return nil
+	}
+	v := float64(st.OK) / float64(st.Count)
+	return &v
+}
+
+// fmtMS shows a latency with three significant digits, the precision the
+// histograms keep; "-" when there is no value.
+func fmtMS(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v < 1:
+		return fmt.Sprintf("%.3f", v)
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}
+
+func fmtRatio(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", *v*100)
+}
+
+// fmtDuration renders milliseconds as a Go duration rounded to what a reader
+// can use: microseconds below a millisecond, milliseconds below a minute.
+func fmtDuration(ms float64) string {
+	d := time.Duration(ms * float64(time.Millisecond))
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Minute:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+func errorClasses(by map[string]int64) string {
+	var parts []string
+	for _, k := range sortedKeys(by) {
+		if by[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, by[k]))
+		}
+	}
+	return strings.Join(parts, " ")
+}
