@@ -7,6 +7,7 @@ import (
 
 	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 func errorAt(rng hcl.Range, summary, detail string, args ...any) *hcl.Diagnostic {
@@ -30,6 +31,14 @@ func errorIn(subject, context hcl.Range, summary, detail string, args ...any) *h
 // suggest returns the candidate closest to name, if it is close enough to be
 // a likely typo.
 func suggest(name string, candidates []string) string {
+	lower := strings.ToLower(name)
+	for _, c := range candidates {
+		// "heartbeat" for "heartbeat_interval": a prefix is a strong hint.
+		lc := strings.ToLower(c)
+		if len(lower) >= 4 && (strings.HasPrefix(lc, lower) || strings.HasPrefix(lower, lc)) {
+			return c
+		}
+	}
 	best, bestDist := "", len(name)/2+2
 	for _, c := range candidates {
 		d := levenshtein.Distance(strings.ToLower(name), strings.ToLower(c), nil)
@@ -90,4 +99,66 @@ func (d duplicateCheck) check(kind, name string, rng hcl.Range) *hcl.Diagnostic 
 	}
 	d[name] = rng
 	return nil
+}
+
+// decodeBody decodes body against schema like hcl.Body.Content, but reports an
+// unknown argument or block with the closest allowed name and the full list,
+// since HCL only suggests names within a small edit distance and never lists
+// the alternatives.
+func decodeBody(body hcl.Body, schema *hcl.BodySchema) (*hcl.BodyContent, hcl.Diagnostics) {
+	c, diags := body.Content(schema)
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return c, diags
+	}
+	var attrNames, blockNames []string
+	for _, a := range schema.Attributes {
+		attrNames = append(attrNames, a.Name)
+	}
+	for _, b := range schema.Blocks {
+		blockNames = append(blockNames, b.Type)
+	}
+	replaced := map[hcl.Range]bool{}
+	var ours hcl.Diagnostics
+	for _, name := range sortedKeys(sb.Attributes) {
+		attr := sb.Attributes[name]
+		if contains(attrNames, name) {
+			continue
+		}
+		replaced[attr.NameRange] = true
+		hint := didYouMean(name, attrNames)
+		if len(attrNames) == 0 {
+			hint = "This block takes no arguments."
+		}
+		if contains(blockNames, name) {
+			hint = fmt.Sprintf("%q is a block here: write `%s { ... }` without the equals sign.", name, name)
+		}
+		ours = append(ours, errorAt(attr.NameRange, "Unsupported argument", "An argument named %q is not expected here. %s", name, hint))
+	}
+	for _, blk := range sb.Blocks {
+		if contains(blockNames, blk.Type) {
+			continue
+		}
+		rng := blk.TypeRange
+		replaced[rng] = true
+		hint := fmt.Sprintf("Blocks allowed here: %s.", quoteList(blockNames))
+		if s := suggest(blk.Type, blockNames); s != "" {
+			hint = fmt.Sprintf("Did you mean %q? %s", s, hint)
+		}
+		if len(blockNames) == 0 {
+			hint = "No blocks are allowed here."
+		}
+		if contains(attrNames, blk.Type) {
+			hint = fmt.Sprintf("%q is an argument here: write `%s = ...`.", blk.Type, blk.Type)
+		}
+		ours = append(ours, errorAt(rng, "Unsupported block type", "Blocks of type %q are not expected here. %s", blk.Type, hint))
+	}
+	out := ours
+	for _, d := range diags {
+		if d.Subject != nil && replaced[*d.Subject] && (d.Summary == "Unsupported argument" || d.Summary == "Unsupported block type") {
+			continue
+		}
+		out = append(out, d)
+	}
+	return c, out
 }

@@ -46,7 +46,7 @@ func Parse(parser *hclparse.Parser, filename string, src []byte) (*File, hcl.Dia
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	content, cdiags := hf.Body.Content(rootSchema)
+	content, cdiags := decodeBody(hf.Body, rootSchema)
 	diags = append(diags, cdiags...)
 	f := &File{Filename: filename, Parser: parser, src: src, content: content}
 	if attr, ok := content.Attributes["description"]; ok {

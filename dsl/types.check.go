@@ -36,7 +36,7 @@ type Check struct {
 
 func decodeCheck(block *hcl.Block, ctx *hcl.EvalContext, src []byte) (*Check, hcl.Diagnostics) {
 	c := &Check{Name: block.Labels[0], DeclRange: block.DefRange, source: src}
-	content, diags := block.Body.Content(checkSchema)
+	content, diags := decodeBody(block.Body, checkSchema)
 	d := &decoder{ctx: ctx, diags: diags}
 	if attr, ok := content.Attributes["condition"]; ok {
 		c.Condition = attr.Expr

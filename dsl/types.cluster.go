@@ -94,7 +94,7 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 		Provider:     ProviderProcess,
 		ReadyTimeout: Duration(defaultReadyTimeout),
 	}
-	content, diags := block.Body.Content(clusterSchema)
+	content, diags := decodeBody(block.Body, clusterSchema)
 	d := &decoder{ctx: ctx, diags: diags}
 	a := content.Attributes
 	if attr, ok := a["store"]; ok {
@@ -182,7 +182,7 @@ var etcdKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 }}
 
 func decodeEtcdKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *EtcdKnobs {
-	content, diags := block.Body.Content(etcdKnobSchema)
+	content, diags := decodeBody(block.Body, etcdKnobSchema)
 	d.diags = append(d.diags, diags...)
 	k := &EtcdKnobs{}
 	for _, attr := range sortedAttributes(content.Attributes) {
@@ -223,7 +223,7 @@ var zookeeperKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 }}
 
 func decodeZooKeeperKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *ZooKeeperKnobs {
-	content, diags := block.Body.Content(zookeeperKnobSchema)
+	content, diags := decodeBody(block.Body, zookeeperKnobSchema)
 	d.diags = append(d.diags, diags...)
 	k := &ZooKeeperKnobs{}
 	for _, attr := range sortedAttributes(content.Attributes) {
@@ -260,7 +260,7 @@ var consulKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 }}
 
 func decodeConsulKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *ConsulKnobs {
-	content, diags := block.Body.Content(consulKnobSchema)
+	content, diags := decodeBody(block.Body, consulKnobSchema)
 	d.diags = append(d.diags, diags...)
 	k := &ConsulKnobs{}
 	for _, attr := range sortedAttributes(content.Attributes) {

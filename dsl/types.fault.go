@@ -103,7 +103,7 @@ func decodeFault(block *hcl.Block, d *decoder) *Fault {
 		}
 		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
 	}
-	content, diags := block.Body.Content(schema)
+	content, diags := decodeBody(block.Body, schema)
 	d.diags = append(d.diags, diags...)
 	a := content.Attributes
 	f.atRange, f.durationRange, f.targetRange = block.DefRange, block.DefRange, block.DefRange

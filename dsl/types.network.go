@@ -36,7 +36,7 @@ type linkRef struct {
 
 func decodeNetwork(block *hcl.Block, ctx *hcl.EvalContext) (*Network, hcl.Diagnostics) {
 	n := &Network{DeclRange: block.DefRange}
-	content, diags := block.Body.Content(networkSchema)
+	content, diags := decodeBody(block.Body, networkSchema)
 	d := &decoder{ctx: ctx, diags: diags}
 	seen := map[[2]string]hcl.Range{}
 	var defaultSeen *hcl.Range
@@ -72,7 +72,7 @@ func decodeNetwork(block *hcl.Block, ctx *hcl.EvalContext) (*Network, hcl.Diagno
 }
 
 func decodeLink(body hcl.Body, d *decoder) LinkSpec {
-	content, diags := body.Content(linkSchema)
+	content, diags := decodeBody(body, linkSchema)
 	d.diags = append(d.diags, diags...)
 	var l LinkSpec
 	a := content.Attributes

@@ -33,7 +33,7 @@ type Phase struct {
 
 func decodePhase(block *hcl.Block, ctx *hcl.EvalContext) (*Phase, hcl.Diagnostics) {
 	p := &Phase{Name: block.Labels[0], DeclRange: block.DefRange, durationRange: block.DefRange}
-	content, diags := block.Body.Content(phaseSchema)
+	content, diags := decodeBody(block.Body, phaseSchema)
 	d := &decoder{ctx: ctx, diags: diags}
 	if attr, ok := content.Attributes["duration"]; ok {
 		p.durationRange = attr.Expr.Range()
@@ -70,7 +70,7 @@ type PhaseLoad struct {
 
 func decodeLoad(block *hcl.Block, d *decoder) *PhaseLoad {
 	l := &PhaseLoad{Workload: block.Labels[0], WorkloadRange: block.LabelRanges[0], DeclRange: block.DefRange}
-	content, diags := block.Body.Content(loadSchema)
+	content, diags := decodeBody(block.Body, loadSchema)
 	d.diags = append(d.diags, diags...)
 	clients, hasClients := content.Attributes["clients"]
 	rate, hasRate := content.Attributes["rate"]

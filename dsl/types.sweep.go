@@ -40,7 +40,7 @@ func (p Point) String() string {
 
 func decodeSweep(block *hcl.Block, vars []*Variable) (*Sweep, hcl.Diagnostics) {
 	s := &Sweep{DeclRange: block.DefRange}
-	content, diags := block.Body.Content(sweepSchema)
+	content, diags := decodeBody(block.Body, sweepSchema)
 	d := &decoder{ctx: evalContext(nil, nil), diags: diags}
 	if attr, ok := content.Attributes["skip_invalid"]; ok {
 		s.SkipInvalid, _ = d.boolean(attr)

@@ -35,7 +35,7 @@ type Variable struct {
 
 func decodeVariable(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 	v := &Variable{Name: block.Labels[0], Type: cty.DynamicPseudoType, DeclRange: block.DefRange}
-	content, diags := block.Body.Content(variableSchema)
+	content, diags := decodeBody(block.Body, variableSchema)
 	if !hclsyntax.ValidIdentifier(v.Name) {
 		diags = append(diags, errorAt(block.LabelRanges[0], "Invalid variable name",
 			"%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", v.Name))

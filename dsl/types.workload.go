@@ -71,7 +71,7 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 		KeyPrefix: "/scenario/" + name + "/", Distribution: DistUniform, Clients: defaultClients,
 		Conns: defaultConns, Timeout: Duration(defaultTimeout), RangeLimit: defaultRangeLim,
 	}
-	content, diags := block.Body.Content(workloadSchema)
+	content, diags := decodeBody(block.Body, workloadSchema)
 	d := &decoder{ctx: ctx, diags: diags}
 	for _, attr := range sortedAttributes(content.Attributes) {
 		switch attr.Name {

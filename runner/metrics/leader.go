@@ -1,0 +1,126 @@
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/coordlab/scenario/runner/results"
+)
+
+// LeaderTimeline records who led the cluster over time, as seen by a
+// periodic status poll (every 100 ms in the runner). Only changes are kept,
+// plus the time of the latest poll, so its size is the number of changes.
+// It is safe for concurrent use.
+type LeaderTimeline struct {
+	mu       sync.Mutex
+	changes  []leaderChange
+	lastSeen time.Duration
+	// known is the last state that had a leader; an election is a move to a
+	// leader state that differs from it.
+	known leaderChange
+}
+
+type leaderChange struct {
+	at       time.Duration
+	leader   int
+	term     uint64
+	election bool
+}
+
+// NewLeaderTimeline returns an empty timeline.
+func NewLeaderTimeline() *LeaderTimeline { return &LeaderTimeline{} }
+
+// ObserveLeader records one poll: at is the offset from the run's base time,
+// leader the 1-based node that leads (0 for none), term the store's term (0
+// when unknown). Polls must come in time order; an older one is ignored.
+//
+// A change to a leader counts as an election when the leader or the term
+// differs from the last leader seen, so that A -> none -> A in one term (a
+// poll that failed) is not an election, while A re-elected in a new term is.
+// The leader seen by the first poll is not an election: it predates the run.
+func (l *LeaderTimeline) ObserveLeader(at time.Duration, leader int, term uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.changes); n > 0 {
+		if at < l.lastSeen {
+			return
+		}
+		l.lastSeen = at
+		if last := l.changes[n-1]; last.leader == leader && last.term == term {
+			return
+		}
+	}
+	l.lastSeen = at
+	c := leaderChange{at: at, leader: leader, term: term}
+	if leader != 0 {
+		c.election = len(l.changes) > 0 && (l.known.leader != leader || l.known.term != term)
+		l.known = c
+	}
+	l.changes = append(l.changes, c)
+}
+
+// Observations returns the changes, in time order, in the schema's form.
+func (l *LeaderTimeline) Observations() []results.LeaderObservation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]results.LeaderObservation, len(l.changes))
+	for i, c := range l.changes {
+		out[i] = results.LeaderObservation{AtMS: results.MS(c.at), Leader: c.leader, Term: c.term}
+	}
+	return out
+}
+
+// Elections counts the elections observed in [from, to).
+func (l *LeaderTimeline) Elections(from, to time.Duration) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.changes {
+		if c.election && c.at >= from && c.at < to {
+			n++
+		}
+	}
+	return n
+}
+
+// NoLeader returns how long within [from, to) the cluster was observed
+// without a leader. A state lasts from the poll that saw it to the next
+// change; the last one lasts until the latest poll. Time before the first
+// poll is unknown and not counted.
+func (l *LeaderTimeline) NoLeader(from, to time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var total time.Duration
+	for i, c := range l.changes {
+		if c.leader != 0 {
+			continue
+		}
+		end := l.lastSeen
+		if i+1 < len(l.changes) {
+			end = l.changes[i+1].at
+		}
+		if lo, hi := max(c.at, from), min(end, to); hi > lo {
+			total += hi - lo
+		}
+	}
+	return total
+}
+
+// FirstLeaderAfter returns how long after t a leader other than excluding
+// was first observed (0 when one was already in place at t). Pass the node a
+// fault removed as excluding, or 0 to accept any leader. ok is false when no
+// such leader was seen.
+func (l *LeaderTimeline) FirstLeaderAfter(t time.Duration, excluding int) (d time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, c := range l.changes {
+		// The state in effect at t is the last change at or before it.
+		if c.at <= t && i+1 < len(l.changes) && l.changes[i+1].at <= t {
+			continue
+		}
+		if c.leader != 0 && c.leader != excluding {
+			return max(c.at-t, 0), true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,183 @@
+package metrics
+
+import (
+	"encoding/binary"
+	"slices"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+)
+
+// writeLog keeps the completion time of every successful write, exactly, so
+// that the longest write gap and the first write after any instant can be
+// answered without approximation however the writes were spread over
+// workers. Sinks deliver samples out of order, so times are kept per second
+// of the run: a second is collected unsorted while it may still receive
+// samples, then sorted and delta-encoded as uvarints (about 3 bytes per
+// write at tens of µs apart, instead of 8).
+type writeLog struct {
+	chunks []writeChunk
+}
+
+type writeChunk struct {
+	enc     []byte          // sorted, delta-encoded offsets from the chunk's start
+	pending []time.Duration // not yet encoded: the open second, or late arrivals
+}
+
+// add records one write completion. It reports whether the write landed in
+// a second that had already been sealed (a late arrival).
+func (w *writeLog) add(t time.Duration) (late bool) {
+	t = max(t, 0) // keeps deltas non-negative; nothing completes before the run
+	k := secondOf(t)
+	if k >= len(w.chunks) {
+		w.chunks = slices.Grow(w.chunks, k+1-len(w.chunks))[:k+1]
+	}
+	c := &w.chunks[k]
+	c.pending = append(c.pending, t)
+	return c.enc != nil
+}
+
+// seal sorts and encodes every second before upTo that has pending times.
+func (w *writeLog) seal(upTo int) {
+	for k := range min(upTo, len(w.chunks)) {
+		c := &w.chunks[k]
+		if len(c.pending) == 0 {
+			if c.enc == nil {
+				c.enc = []byte{} // sealed and empty: later adds are late
+			}
+			continue
+		}
+		times := c.times(k, nil)
+		enc := make([]byte, 0, len(times)*3)
+		prev := time.Duration(k) * time.Second
+		for _, t := range times {
+			enc = binary.AppendUvarint(enc, uint64(t-prev))
+			prev = t
+		}
+		c.enc, c.pending = enc, nil
+	}
+}
+
+// times returns the chunk's write times in order, appended to buf.
+func (c *writeChunk) times(k int, buf []time.Duration) []time.Duration {
+	buf = buf[:0]
+	prev := time.Duration(k) * time.Second
+	for b := c.enc; len(b) > 0; {
+		d, n := binary.Uvarint(b)
+		b = b[n:]
+		prev += time.Duration(d)
+		buf = append(buf, prev)
+	}
+	if len(c.pending) > 0 {
+		buf = append(buf, c.pending...)
+		slices.Sort(buf)
+	}
+	return buf
+}
+
+// firstAfter returns the earliest write at or after t.
+func (w *writeLog) firstAfter(t time.Duration) (time.Duration, bool) {
+	var buf []time.Duration
+	for k := max(secondOf(t), 0); k < len(w.chunks); k++ {
+		buf = w.chunks[k].times(k, buf)
+		if i, _ := slices.BinarySearch(buf, t); i < len(buf) {
+			return buf[i], true
+		}
+	}
+	return 0, false
+}
+
+// gapScan computes the longest stretches without a write, per phase and
+// over the whole run, from write times fed in increasing order. Every
+// phase's own start and end count as boundaries: a phase in which nothing
+// was written has a gap as long as the phase.
+type gapScan struct {
+	phases   []dsl.PhaseSpan
+	runStart time.Duration
+	runEnd   time.Duration
+	cur      int             // index of the first phase not yet over
+	last     []time.Duration // last write (or the start) per phase
+	gap      []time.Duration
+	runLast  time.Duration
+	runGap   time.Duration
+}
+
+func newGapScan(phases []dsl.PhaseSpan) gapScan {
+	g := gapScan{phases: phases, last: make([]time.Duration, len(phases)), gap: make([]time.Duration, len(phases))}
+	for i, p := range phases {
+		g.last[i] = p.Start.D()
+	}
+	if len(phases) > 0 {
+		g.runStart, g.runEnd = phases[0].Start.D(), phases[len(phases)-1].End().D()
+	}
+	g.runLast = g.runStart
+	return g
+}
+
+func (g *gapScan) clone() gapScan {
+	c := *g
+	c.last = slices.Clone(g.last)
+	c.gap = slices.Clone(g.gap)
+	return c
+}
+
+func (g *gapScan) feed(t time.Duration) {
+	if t >= g.runStart && t <= g.runEnd {
+		g.runGap = max(g.runGap, t-g.runLast)
+		g.runLast = t
+	}
+	for g.cur < len(g.phases) && t >= g.phases[g.cur].End().D() {
+		g.cur++
+	}
+	if i := g.cur; i < len(g.phases) && t >= g.phases[i].Start.D() {
+		g.gap[i] = max(g.gap[i], t-g.last[i])
+		g.last[i] = t
+	}
+}
+
+// result closes every gap still open at horizon (the end of the run, or
+// "now" for a snapshot taken while the run goes on) and returns the longest
+// gap per phase and over the run.
+func (g *gapScan) result(horizon time.Duration) (perPhase []time.Duration, run time.Duration) {
+	perPhase = slices.Clone(g.gap)
+	for i, p := range g.phases {
+		if end := min(p.End().D(), horizon); end > g.last[i] {
+			perPhase[i] = max(perPhase[i], end-g.last[i])
+		}
+	}
+	run = g.runGap
+	if end := min(g.runEnd, horizon); end > g.runLast {
+		run = max(run, end-g.runLast)
+	}
+	return perPhase, run
+}
+
+// gapCache holds a gapScan advanced over the sealed prefix of a writeLog,
+// so that a snapshot only has to scan the seconds still open. A late write
+// into a sealed second invalidates it; it is rebuilt on the next use.
+type gapCache struct {
+	scan gapScan
+	upTo int // chunks [0, upTo) have been fed
+}
+
+func (c *gapCache) reset(phases []dsl.PhaseSpan) {
+	c.scan, c.upTo = newGapScan(phases), 0
+}
+
+// advance feeds the log's chunks [c.upTo, to).
+func (c *gapCache) advance(w *writeLog, to int) {
+	var buf []time.Duration
+	for ; c.upTo < min(to, len(w.chunks)); c.upTo++ {
+		buf = w.chunks[c.upTo].times(c.upTo, buf)
+		for _, t := range buf {
+			c.scan.feed(t)
+		}
+	}
+}
+
+func secondOf(t time.Duration) int {
+	if t < 0 {
+		return 0
+	}
+	return int(t / time.Second)
+}
