@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -128,8 +129,15 @@ func (d *decoder) duration(attr *hcl.Attribute, allowZero bool) (Duration, bool)
 		return 0, false
 	}
 	if v.Type() == cty.Number {
+		// Formatted from a float64: a literal such as 1e300000000 must not
+		// be written out digit by digit.
+		f, _ := v.AsBigFloat().Float64()
+		example := "250ms"
+		if math.Abs(f) < 1e15 {
+			example = strconv.FormatFloat(f, 'f', -1, 64) + "ms"
+		}
 		d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid duration for %q", attr.Name),
-			"A duration is a string with a unit: write %q rather than a bare number.", v.AsBigFloat().Text('f', -1)+"ms")
+			"A duration is a string with a unit: write %q rather than a bare number.", example)
 		return 0, false
 	}
 	if v, ok = d.convert(attr, v, cty.String, "a duration string such as \"250ms\""); !ok {

@@ -37,14 +37,27 @@ func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
 		e    Event
 		rank int
 	}
+	// Events that share an offset run in this order: what ends (a fault's
+	// recovery, then the phase) before what begins (the next phase, its
+	// loads, then its faults), so nothing declared in one phase spills into
+	// the next. A recovery at its own injection's offset (restart with
+	// restart_after = 0) comes right after it.
+	const (
+		rankRecover = iota
+		rankPhaseEnd
+		rankPhaseStart
+		rankLoad
+		rankInject
+		rankInstantRecover
+	)
 	var events []ranked
 	push := func(e Event, rank int) { events = append(events, ranked{e, rank}) }
 	var at Duration
 	for _, ph := range s.Phases {
 		p.Phases = append(p.Phases, PhaseSpan{Name: ph.Name, Start: at, Duration: ph.Duration})
-		push(Event{At: at, Phase: ph.Name, Kind: EventPhaseStart}, 1)
+		push(Event{At: at, Phase: ph.Name, Kind: EventPhaseStart}, rankPhaseStart)
 		for _, l := range ph.Loads {
-			push(Event{At: at, Phase: ph.Name, Kind: EventLoad, Load: loadSpec(l, workloads[l.Workload], ph.Duration)}, 2)
+			push(Event{At: at, Phase: ph.Name, Kind: EventLoad, Load: loadSpec(l, workloads[l.Workload], ph.Duration)}, rankLoad)
 		}
 		kindCount := map[string]int{}
 		for _, f := range ph.Faults {
@@ -58,22 +71,25 @@ func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
 				id = fmt.Sprintf("%s.%d", id, kindSeen[f.Name])
 			}
 			for k, start := range occurrences(f, ph) {
-				spec := faultSpec(f, ph, s.Seed, id)
+				occ := id
 				if f.Every > 0 {
-					spec.ID = fmt.Sprintf("%s#%d", id, k+1)
+					occ = fmt.Sprintf("%s#%d", id, k+1)
 				}
+				// Each occurrence has its own ID and so its own derived
+				// seed: a repeated "random" fault draws again each time.
+				spec := faultSpec(f, ph, s.Seed, occ)
 				spec.Start = at + start
-				push(Event{At: spec.Start, Phase: ph.Name, Kind: EventFaultInject, Fault: spec}, 3)
-				if spec.Duration > 0 || spec.Kind == FaultRestart {
-					push(Event{At: spec.Start + spec.Duration, Phase: ph.Name, Kind: EventFaultRecover, Fault: spec}, 3)
+				push(Event{At: spec.Start, Phase: ph.Name, Kind: EventFaultInject, Fault: spec}, rankInject)
+				if spec.Duration > 0 {
+					push(Event{At: spec.Start + spec.Duration, Phase: ph.Name, Kind: EventFaultRecover, Fault: spec}, rankRecover)
+				} else if spec.Kind == FaultRestart {
+					push(Event{At: spec.Start, Phase: ph.Name, Kind: EventFaultRecover, Fault: spec}, rankInstantRecover)
 				}
 			}
 		}
 		at += ph.Duration
-		push(Event{At: at, Phase: ph.Name, Kind: EventPhaseEnd}, 0)
+		push(Event{At: at, Phase: ph.Name, Kind: EventPhaseEnd}, rankPhaseEnd)
 	}
-	// A phase's end sorts before the next phase's start at the same offset;
-	// otherwise events keep the order they were generated in.
 	sort.SliceStable(events, func(i, j int) bool {
 		if events[i].e.At != events[j].e.At {
 			return events[i].e.At < events[j].e.At
@@ -85,8 +101,9 @@ func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
 	}
 	p.Duration = at
 	var diags hcl.Diagnostics
+	scope := &checkScope{tree: metricTree(p)}
 	for _, c := range s.Checks {
-		spec, cdiags := compileCheck(c, p, s.Variables)
+		spec, cdiags := compileCheck(c, scope, s.Variables)
 		diags = append(diags, cdiags...)
 		p.Checks = append(p.Checks, spec)
 	}
@@ -111,10 +128,10 @@ func occurrences(f *Fault, ph *Phase) []Duration {
 	if f.Every <= 0 {
 		return []Duration{f.At}
 	}
-	var out []Duration
-	w := f.window(ph)
-	for t := f.At; t+w <= ph.Duration && t < ph.Duration; t += f.Every {
-		out = append(out, t)
+	n := occurrenceCount(f, ph)
+	out := make([]Duration, 0, n)
+	for k := int64(0); k < n; k++ {
+		out = append(out, f.At+Duration(k)*f.Every)
 	}
 	return out
 }

@@ -29,24 +29,47 @@ func errorIn(subject, context hcl.Range, summary, detail string, args ...any) *h
 }
 
 // suggest returns the candidate closest to name, if it is close enough to be
-// a likely typo.
+// a likely typo. Among equally close candidates of the same length the one
+// whose differing characters are nearest wins, so "p98" suggests "p99", not
+// "p90".
 func suggest(name string, candidates []string) string {
 	lower := strings.ToLower(name)
 	for _, c := range candidates {
 		// "heartbeat" for "heartbeat_interval": a prefix is a strong hint.
 		lc := strings.ToLower(c)
-		if len(lower) >= 4 && (strings.HasPrefix(lc, lower) || strings.HasPrefix(lower, lc)) {
+		if len(lower) >= 4 && len(lc) >= 4 && (strings.HasPrefix(lc, lower) || strings.HasPrefix(lower, lc)) {
 			return c
 		}
 	}
-	best, bestDist := "", len(name)/2+2
+	// A third of the name may be wrong (plus a transposition): "duration"
+	// is not a typo of "region".
+	best, bestDist, bestSpread := "", len(name)/3+2, 0
 	for _, c := range candidates {
-		d := levenshtein.Distance(strings.ToLower(name), strings.ToLower(c), nil)
-		if d < bestDist {
-			best, bestDist = c, d
+		lc := strings.ToLower(c)
+		d := levenshtein.Distance(lower, lc, nil)
+		spread := charSpread(lower, lc)
+		if d < bestDist || d == bestDist && best != "" && spread < bestSpread {
+			best, bestDist, bestSpread = c, d, spread
 		}
 	}
 	return best
+}
+
+// charSpread sums how far apart the differing characters of two strings of
+// the same length are; it is a tie-breaker only.
+func charSpread(a, b string) int {
+	if len(a) != len(b) {
+		return 1 << 30
+	}
+	n := 0
+	for i := 0; i < len(a); i++ {
+		d := int(a[i]) - int(b[i])
+		if d < 0 {
+			d = -d
+		}
+		n += d
+	}
+	return n
 }
 
 // didYouMean renders a hint for an unknown name: a close match if there is

@@ -7,10 +7,13 @@ package dsl
 
 import (
 	"hash/fnv"
+	"math"
 	"path/filepath"
+	"sort"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -48,6 +51,12 @@ func Parse(parser *hclparse.Parser, filename string, src []byte) (*File, hcl.Dia
 	}
 	content, cdiags := decodeBody(hf.Body, rootSchema)
 	diags = append(diags, cdiags...)
+	if sb, ok := hf.Body.(*hclsyntax.Body); ok {
+		if sdiags := checkSyntax(sb, declaredVariables(content)); sdiags.HasErrors() {
+			// Evaluating anything now could write out a huge number.
+			return nil, append(diags, sdiags...)
+		}
+	}
 	f := &File{Filename: filename, Parser: parser, src: src, content: content}
 	if attr, ok := content.Attributes["description"]; ok {
 		d := &decoder{ctx: evalContext(nil, nil)}
@@ -168,8 +177,8 @@ type Build struct {
 
 // Skipped is a sweep point left out because it is invalid (skip_invalid).
 type Skipped struct {
-	Point  Point
-	Reason string
+	Point  Point  `json:"point"`
+	Reason string `json:"reason"`
 }
 
 // Load parses, decodes, validates and compiles a scenario file. opts carries
@@ -265,3 +274,59 @@ func derivedSeed(seed int64, parts ...string) int64 {
 }
 
 func baseName(path string) string { return filepath.Base(path) }
+
+func declaredVariables(content *hcl.BodyContent) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range content.Blocks.OfType(blockVariable) {
+		out[b.Labels[0]] = true
+	}
+	return out
+}
+
+// checkSyntax looks at every expression before any is evaluated. A var.NAME
+// that names no declared variable is reported at the reference (HCL's own
+// "This object does not have an attribute" says nothing of variables), and a
+// number literal beyond float64's range is refused: converting 1e300000000 to
+// a string, as any string attribute or template would, writes out every
+// digit. declared is nil where variables cannot be referenced.
+func checkSyntax(node hclsyntax.Node, declared map[string]bool) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	var names []string
+	for n := range declared {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	_ = hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		switch e := n.(type) {
+		case *hclsyntax.LiteralValueExpr:
+			if e.Val.Type() == cty.Number && e.Val.IsKnown() && !e.Val.IsNull() {
+				if f, _ := e.Val.AsBigFloat().Float64(); math.IsInf(f, 0) {
+					diags = append(diags, errorAt(e.SrcRange, "Number out of range", "Numbers must be within ±1.8e308."))
+				}
+			}
+		case *hclsyntax.ScopeTraversalExpr:
+			if declared == nil || e.Traversal.RootName() != "var" || len(e.Traversal) < 2 {
+				return nil
+			}
+			var name string
+			switch step := e.Traversal[1].(type) {
+			case hcl.TraverseAttr:
+				name = step.Name
+			case hcl.TraverseIndex:
+				if step.Key.Type() == cty.String && step.Key.IsKnown() && !step.Key.IsNull() {
+					name = step.Key.AsString()
+				}
+			}
+			if name != "" && !declared[name] {
+				hint := didYouMean(name, names)
+				if len(names) == 0 {
+					hint = "This file declares no variables."
+				}
+				diags = append(diags, errorAt(e.Traversal[:2].SourceRange(), "Undeclared variable",
+					"No variable %q is declared: declare it with `variable %q { default = ... }`. %s", name, name, hint))
+			}
+		}
+		return nil
+	})
+	return diags
+}

@@ -200,7 +200,9 @@ type PhaseSpan struct {
 // End is when the phase ends, from the start of the run.
 func (p PhaseSpan) End() Duration { return p.Start + p.Duration }
 
-// Event kinds, in the order the runner applies events that share an offset.
+// Event kinds. Events that share an offset are ordered: fault recoveries,
+// the phase end, the next phase start, its loads, then fault injections (a
+// restart's recovery at its own injection's offset comes right after it).
 const (
 	EventPhaseStart   = "phase_start"
 	EventLoad         = "load"

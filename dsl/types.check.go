@@ -162,6 +162,11 @@ func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
 				"%s is a single value; it has no %q.", strings.Join(path, "."), name)
 		}
 		next, ok := cur.children[name]
+		if !ok && contains(AllOps, name) && cur.children[MetricAvailability] != nil {
+			// A real operation that nothing in this scope performs.
+			return nil, errorAt(step.SourceRange(), "Operation not measured here",
+				"No workload that %s covers has %q in its mix, so it has no %s metrics. %s", strings.Join(path, "."), name, name, opsHint(cur))
+		}
 		if !ok {
 			return nil, errorAt(step.SourceRange(), "Unknown metric",
 				"%s has no %q. %s", strings.Join(path, "."), name, didYouMean(name, cur.names()))
@@ -174,6 +179,20 @@ func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
 			"%s is a group of metrics; name one of them: %s.", strings.Join(path, "."), quoteList(cur.names()))
 	}
 	return path, nil
+}
+
+// opsHint lists the operations measured in a scope.
+func opsHint(n *metricNode) string {
+	var ops []string
+	for _, op := range AllOps {
+		if _, ok := n.children[op]; ok {
+			ops = append(ops, op)
+		}
+	}
+	if len(ops) == 0 {
+		return "Nothing runs here: add a load to the phase."
+	}
+	return fmt.Sprintf("Operations measured here: %s.", quoteList(ops))
 }
 
 // value builds the namespace as a cty object, asking at for each leaf.
@@ -192,11 +211,19 @@ func (n *metricNode) value(path []string, at func([]string) cty.Value) cty.Value
 	return cty.ObjectVal(attrs)
 }
 
+// checkScope is what every check of one plan is compiled against, built
+// once per plan: the metric tree and, on first use, the evaluation context
+// with every metric unknown.
+type checkScope struct {
+	tree *metricNode
+	ctx  *hcl.EvalContext
+}
+
 // compileCheck validates a check's references against the plan's metrics and
 // type-checks the condition with every metric unknown.
-func compileCheck(c *Check, p *Plan, vars map[string]cty.Value) (CheckSpec, hcl.Diagnostics) {
+func compileCheck(c *Check, sc *checkScope, vars map[string]cty.Value) (CheckSpec, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	tree := metricTree(p)
+	tree := sc.tree
 	spec := CheckSpec{Name: c.Name, Message: c.Message, AbortOnFail: c.AbortOnFail}
 	if c.Condition == nil {
 		return spec, diags
@@ -213,7 +240,7 @@ func compileCheck(c *Check, p *Plan, vars map[string]cty.Value) (CheckSpec, hcl.
 			continue
 		}
 		if _, ok := tree.children[root]; !ok {
-			diags = append(diags, errorAt(trav.SourceRange(), "Unknown name in check",
+			diags = append(diags, errorAt(trav[0].SourceRange(), "Unknown name in check",
 				"A check reads metrics under `phase.<name>` or `run`, and variables under `var`; %q is none of these. %s", root, didYouMean(root, []string{scopePhase, scopeRun, "var"})))
 			continue
 		}
@@ -245,11 +272,13 @@ func compileCheck(c *Check, p *Plan, vars map[string]cty.Value) (CheckSpec, hcl.
 	if diags.HasErrors() {
 		return spec, diags
 	}
-	ctx := evalContext(vars, map[string]cty.Value{
-		scopePhase: tree.children[scopePhase].value([]string{scopePhase}, unknownLeaf(tree)),
-		scopeRun:   tree.children[scopeRun].value([]string{scopeRun}, unknownLeaf(tree)),
-	})
-	v, vdiags := c.Condition.Value(ctx)
+	if sc.ctx == nil {
+		sc.ctx = evalContext(vars, map[string]cty.Value{
+			scopePhase: tree.children[scopePhase].value([]string{scopePhase}, unknownLeaf(tree)),
+			scopeRun:   tree.children[scopeRun].value([]string{scopeRun}, unknownLeaf(tree)),
+		})
+	}
+	v, vdiags := c.Condition.Value(sc.ctx)
 	diags = append(diags, vdiags...)
 	if !vdiags.HasErrors() {
 		if _, err := convert.Convert(v, cty.Bool); err != nil {
@@ -291,12 +320,21 @@ type Observed struct {
 func EvalCheck(p *Plan, c CheckSpec, at func(path []string) cty.Value) CheckOutcome {
 	var out CheckOutcome
 	tree := metricTree(p)
+	var unmeasured []string
 	for _, ref := range c.Refs {
 		v := at(strings.Split(ref, "."))
-		if v == cty.NilVal {
+		if v == cty.NilVal || v.IsNull() {
 			v = cty.NullVal(cty.Number)
+			unmeasured = append(unmeasured, ref)
 		}
 		out.Observed = append(out.Observed, Observed{Path: ref, Value: v})
+	}
+	// A condition over a metric nobody measured has no answer, and must not
+	// pass by accident: HCL reads `null && x` as false and `null || true`
+	// as true. Such a check fails, and says why.
+	if len(unmeasured) > 0 {
+		out.Err = fmt.Errorf("not measured: %s", strings.Join(unmeasured, ", "))
+		return out
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(c.Condition), c.Pos.File, hcl.Pos{Line: c.Pos.Line, Column: c.Pos.Column, Byte: 0})
 	if diags.HasErrors() {

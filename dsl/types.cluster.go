@@ -158,8 +158,8 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 		}
 		seen[kb.Type] = kb.DefRange
 		if c.Spec.Store != "" && kb.Type != c.Spec.Store {
-			d.errorf(kb.DefRange, fmt.Sprintf("%s knobs on a %s cluster", kb.Type, c.Spec.Store),
-				"This cluster runs %s: its knobs go in a %q block.", c.Spec.Store, c.Spec.Store)
+			d.errorf(kb.DefRange, "Knobs for another store",
+				"This cluster runs %s, so %s knobs do not apply here: write its knobs in `%s { ... }`.", c.Spec.Store, kb.Type, c.Spec.Store)
 			continue
 		}
 		c.knobs = knobRanges{block: kb.DefRange, attrs: map[string]hcl.Range{}}
@@ -301,9 +301,15 @@ func (c *Cluster) validateKnobs(d *decoder) {
 			el = etcdDefaultElection
 		}
 		if (k.HeartbeatInterval > 0 || k.ElectionTimeout > 0) && el < 5*hb {
-			d.add(errorIn(c.knobs.at("election_timeout"), c.knobs.block, "Election timeout too short for the heartbeat",
+			// Point at the knob that was written: with only a heartbeat
+			// set, it is what pushed past etcd's default election timeout.
+			at, elText := c.knobs.at("election_timeout"), el.String()
+			if k.ElectionTimeout == 0 {
+				at, elText = c.knobs.at("heartbeat_interval"), el.String()+", the default"
+			}
+			d.add(errorIn(at, c.knobs.block, "Election timeout too short for the heartbeat",
 				"etcd refuses an election_timeout (%s) below 5 x heartbeat_interval (%s): set election_timeout to at least %s, or lower heartbeat_interval. The etcd tuning guide suggests about 10 x the heartbeat.",
-				el, hb, 5*hb))
+				elText, hb, 5*hb))
 		}
 		if el > etcdMaxElection {
 			d.add(errorIn(c.knobs.at("election_timeout"), c.knobs.block, "Election timeout too long",

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -104,6 +105,9 @@ func decodeFault(block *hcl.Block, d *decoder) *Fault {
 		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: n})
 	}
 	content, diags := decodeBody(block.Body, schema)
+	if !kind.windowed {
+		diags = instantaneousDuration(diags, block, f.Kind)
+	}
 	d.diags = append(d.diags, diags...)
 	a := content.Attributes
 	f.atRange, f.durationRange, f.targetRange = block.DefRange, block.DefRange, block.DefRange
@@ -113,8 +117,8 @@ func decodeFault(block *hcl.Block, d *decoder) *Fault {
 		}
 	}
 	if attr, ok := a["cluster"]; ok {
-		f.clusterRange, f.clusterSet = attr.Expr.Range(), true
-		f.Cluster = clusterRef(attr, d)
+		f.clusterSet = true
+		f.Cluster, f.clusterRange = clusterRef(attr, d)
 	}
 	if attr, ok := a["at"]; ok {
 		f.atRange = attr.Expr.Range()
@@ -139,6 +143,29 @@ func decodeFault(block *hcl.Block, d *decoder) *Fault {
 	return f
 }
 
+// instantaneousDuration replaces the generic "Unsupported argument" for a
+// `duration` on a kill, stop or restart, which happen at one instant: how
+// long the node stays down is restart_after.
+func instantaneousDuration(diags hcl.Diagnostics, block *hcl.Block, kind string) hcl.Diagnostics {
+	sb, ok := block.Body.(*hclsyntax.Body)
+	if !ok {
+		return diags
+	}
+	attr, ok := sb.Attributes["duration"]
+	if !ok {
+		return diags
+	}
+	out := hcl.Diagnostics{errorAt(attr.NameRange, "Unsupported argument",
+		"A %s fault happens at one instant and has no duration: to bring the node back after a while, write `restart_after = \"10s\"`.", kind)}
+	for _, d := range diags {
+		if d.Subject != nil && *d.Subject == attr.NameRange {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 var targetKeywords = []string{TargetLeader, TargetFollower, TargetMinority, TargetMajority, TargetRandom, TargetAll}
 
 func decodeTarget(f *Fault, a hcl.Attributes, d *decoder) {
@@ -150,6 +177,8 @@ func decodeTarget(f *Fault, a hcl.Attributes, d *decoder) {
 	}
 	if hasTarget && hasRegion {
 		d.errorf(region.Range, "Both target and region", "Choose nodes either with `target` or with `region`, not both.")
+		// A target was given, just twice: do not also report it missing.
+		f.targetSet = true
 		return
 	}
 	if hasRegion {

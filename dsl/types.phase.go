@@ -39,11 +39,16 @@ func decodePhase(block *hcl.Block, ctx *hcl.EvalContext) (*Phase, hcl.Diagnostic
 		p.durationRange = attr.Expr.Range()
 		p.Duration, _ = d.duration(attr, false)
 	}
-	loads := duplicateCheck{}
+	loads := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
 		switch b.Type {
 		case blockLoad:
-			d.add(loads.check("load for workload", b.Labels[0], b.DefRange))
+			if prev, ok := loads[b.Labels[0]]; ok {
+				d.errorf(b.DefRange, fmt.Sprintf("Duplicate load of workload %q", b.Labels[0]),
+					"Workload %q already has a load in this phase at %s. A workload runs once per phase: merge the two loads, or declare a second workload.", b.Labels[0], prev)
+			} else {
+				loads[b.Labels[0]] = b.DefRange
+			}
 			p.Loads = append(p.Loads, decodeLoad(b, d))
 		case blockFault:
 			if f := decodeFault(b, d); f != nil {

@@ -87,13 +87,39 @@ func decodeSweep(block *hcl.Block, vars []*Variable) (*Sweep, hcl.Diagnostics) {
 			continue
 		}
 		dim := Dimension{Variable: name, rng: p.Value.Range()}
-		for _, el := range val.AsValueSlice() {
-			d.diags = append(d.diags, checkType(v, el, p.Value.Range())...)
+		// Report a bad value at its element when the list is written out.
+		elems, ediags := hcl.ExprList(p.Value)
+		for i, el := range val.AsValueSlice() {
+			rng := p.Value.Range()
+			if !ediags.HasErrors() && len(elems) == val.LengthInt() {
+				rng = elems[i].Range()
+			}
+			if diag := hugeNumber(el, rng); diag != nil {
+				d.add(diag)
+				continue
+			}
+			d.diags = append(d.diags, checkType(v, el, rng)...)
 			dim.Values = append(dim.Values, el)
 		}
 		s.Dimensions = append(s.Dimensions, dim)
 	}
+	if n := s.size(); n > maxSweepPoints {
+		d.errorf(attr.Expr.Range(), "Sweep too large",
+			"The matrix has %.0f points; at most %d are allowed. Sweep fewer values, or pin a dimension with -var.", n, maxSweepPoints)
+	}
 	return s, d.diags
+}
+
+// maxSweepPoints bounds the size of a sweep's matrix.
+const maxSweepPoints = 1000
+
+// size is the number of points in the full matrix.
+func (s *Sweep) size() float64 {
+	n := 1.0
+	for _, dim := range s.Dimensions {
+		n *= float64(len(dim.Values))
+	}
+	return n
 }
 
 func checkType(v *Variable, val cty.Value, rng hcl.Range) hcl.Diagnostics {

@@ -1,7 +1,7 @@
 package dsl
 
 import (
-	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -54,6 +54,11 @@ func decodeVariable(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 		diags = append(diags, d.diags...)
 	}
 	if attr, ok := content.Attributes["default"]; ok {
+		if refs := attr.Expr.Variables(); len(refs) > 0 {
+			diags = append(diags, errorAt(refs[0].SourceRange(), "Reference in a default",
+				"A variable's default is a constant: it is read before any variable has a value."))
+			return v, diags
+		}
 		val, vdiags := attr.Expr.Value(evalContext(nil, nil))
 		diags = append(diags, vdiags...)
 		if !vdiags.HasErrors() {
@@ -61,6 +66,8 @@ func decodeVariable(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 			if err != nil {
 				diags = append(diags, errorAt(attr.Expr.Range(), "Invalid default value",
 					"The default of variable %q does not match its type %s: %s.", v.Name, typeexpr.TypeString(v.Type), err))
+			} else if d := hugeNumber(conv, attr.Expr.Range()); d != nil {
+				diags = append(diags, d)
 			} else {
 				v.Default, v.HasDefault = conv, true
 			}
@@ -78,9 +85,12 @@ type VarOptions struct {
 	VarFiles []string
 }
 
-// commandLine is a pseudo-range for diagnostics about command-line input.
-func commandLine(what string) hcl.Range {
-	return hcl.Range{Filename: what, Start: hcl.InitialPos, End: hcl.InitialPos}
+// span is the range of bytes [from, to) on the one line of a command-line
+// pseudo-file.
+func span(file string, from, to int) hcl.Range {
+	return hcl.Range{Filename: file,
+		Start: hcl.Pos{Line: 1, Column: from + 1, Byte: from},
+		End:   hcl.Pos{Line: 1, Column: to + 1, Byte: to}}
 }
 
 // values resolves every variable: default, then var files, then -var flags.
@@ -105,6 +115,10 @@ func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
 				"Variable %q must be %s: %s.", v.Name, typeexpr.TypeString(v.Type), err))
 			return
 		}
+		if d := hugeNumber(conv, rng); d != nil {
+			diags = append(diags, d)
+			return
+		}
 		vals[v.Name] = conv
 	}
 	for _, path := range opts.VarFiles {
@@ -115,6 +129,12 @@ func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
 		}
 		attrs, adiags := file.Body.JustAttributes()
 		diags = append(diags, adiags...)
+		if sb, ok := file.Body.(*hclsyntax.Body); ok {
+			if sdiags := checkSyntax(sb, nil); sdiags.HasErrors() {
+				diags = append(diags, sdiags...)
+				continue
+			}
+		}
 		for _, attr := range sortedAttributes(attrs) {
 			v, ok := byName[attr.Name]
 			if !ok {
@@ -130,19 +150,22 @@ func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
 		}
 	}
 	for _, kv := range opts.Vars {
-		rng := commandLine("-var " + kv)
+		// The option's text becomes a pseudo-file, so that diagnostics can
+		// point into it and show it: "on -var nodes=many line 1".
+		file := "-var " + kv
+		f.Parser.AddFile(file, &hcl.File{Bytes: []byte(kv)})
 		name, raw, ok := strings.Cut(kv, "=")
 		if !ok {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid -var option",
-				Detail: fmt.Sprintf("-var %q has no '='; write -var name=value.", kv)})
+			diags = append(diags, errorAt(span(file, 0, len(kv)), "Invalid -var option", "-var %q has no '='; write -var name=value.", kv))
 			continue
 		}
 		v, ok := byName[name]
 		if !ok {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undeclared variable",
-				Detail: fmt.Sprintf("-var %s: no variable %q is declared in %s. %s", kv, name, f.Filename, didYouMean(name, names))})
+			diags = append(diags, errorAt(span(file, 0, len(name)), "Undeclared variable",
+				"-var %s: no variable %q is declared in %s. %s", kv, name, f.Filename, didYouMean(name, names)))
 			continue
 		}
+		rng := span(file, len(name)+1, len(kv))
 		val, vdiags := parseVarValue(v, raw, rng)
 		diags = append(diags, vdiags...)
 		if !vdiags.HasErrors() {
@@ -164,11 +187,41 @@ func parseVarValue(v *Variable, raw string, rng hcl.Range) (cty.Value, hcl.Diagn
 	if v.Type == cty.String || v.Type == cty.DynamicPseudoType && (!v.HasDefault || v.Default.Type() == cty.String) {
 		return cty.StringVal(raw), nil
 	}
-	expr, diags := hclsyntax.ParseExpression([]byte(raw), rng.Filename, hcl.InitialPos)
-	if diags.HasErrors() {
-		return cty.NilVal, diags
+	expr, diags := hclsyntax.ParseExpression([]byte(raw), rng.Filename, rng.Start)
+	if !diags.HasErrors() {
+		if sdiags := checkSyntax(expr, nil); sdiags.HasErrors() {
+			return cty.NilVal, sdiags
+		}
+		var val cty.Value
+		if val, diags = expr.Value(evalContext(nil, nil)); !diags.HasErrors() {
+			return val, nil
+		}
 	}
-	return expr.Value(evalContext(nil, nil))
+	if v.Type == cty.DynamicPseudoType {
+		// Untyped, with a non-string default: take what is not a literal
+		// as a string, as for any untyped variable.
+		return cty.StringVal(raw), nil
+	}
+	// HCL's own message here ("There is no variable named ...") would send
+	// the reader looking for the wrong thing.
+	return cty.NilVal, hcl.Diagnostics{errorAt(rng, "Invalid value for variable",
+		"-var %s=%s: variable %q is %s, and %q is not a literal of that type; write it as in HCL, such as %s.",
+		v.Name, raw, v.Name, typeexpr.TypeString(v.Type), raw, typeExample(v.Type))}
+}
+
+// typeExample shows a literal of type t.
+func typeExample(t cty.Type) string {
+	switch {
+	case t == cty.Number:
+		return "5 or 0.5"
+	case t == cty.Bool:
+		return "true or false"
+	case t.IsListType() || t.IsSetType() || t.IsTupleType():
+		return `["a", "b"]`
+	case t.IsMapType() || t.IsObjectType():
+		return `{ a = 1 }`
+	}
+	return `"text"`
 }
 
 func sortedAttributes(attrs hcl.Attributes) []*hcl.Attribute {
@@ -178,4 +231,23 @@ func sortedAttributes(attrs hcl.Attributes) []*hcl.Attribute {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Range.Start.Byte < out[j].Range.Start.Byte })
 	return out
+}
+
+// hugeNumber refuses numbers beyond float64's range anywhere in a variable's
+// value. Variables are rendered into plans as HCL literals, and a literal
+// such as 1e300000000 would be written out digit by digit.
+func hugeNumber(v cty.Value, rng hcl.Range) *hcl.Diagnostic {
+	var bad *hcl.Diagnostic
+	_ = cty.Walk(v, func(_ cty.Path, el cty.Value) (bool, error) {
+		if bad != nil || !el.IsKnown() || el.IsNull() {
+			return false, nil
+		}
+		if el.Type() == cty.Number {
+			if f, _ := el.AsBigFloat().Float64(); math.IsInf(f, 0) {
+				bad = errorAt(rng, "Number out of range", "Numbers in variables must be within ±1.8e308.")
+			}
+		}
+		return true, nil
+	})
+	return bad
 }

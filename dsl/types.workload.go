@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 const blockWorkload = "workload"
@@ -73,11 +75,12 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 	}
 	content, diags := decodeBody(block.Body, workloadSchema)
 	d := &decoder{ctx: ctx, diags: diags}
+	keySizeSet := false
 	for _, attr := range sortedAttributes(content.Attributes) {
 		switch attr.Name {
 		case "cluster":
-			w.clusterRange, w.clusterSet = attr.Expr.Range(), true
-			w.Spec.Cluster = clusterRef(attr, d)
+			w.clusterSet = true
+			w.Spec.Cluster, w.clusterRange = clusterRef(attr, d)
 		case "region":
 			w.regionRange, w.regionSet = attr.Expr.Range(), true
 			w.Spec.Region, _ = d.str(attr)
@@ -87,7 +90,7 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 			w.consistRange, w.consistSet = attr.Expr.Range(), true
 			w.Spec.Consistency, _ = d.str(attr)
 		case "key_size":
-			w.keySizeRange = attr.Expr.Range()
+			w.keySizeRange, keySizeSet = attr.Expr.Range(), true
 			n, _ := d.size(attr, 1, 64<<10)
 			w.Spec.KeySize = int(n)
 		case "value_size":
@@ -138,6 +141,11 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 	}
 	if w.Spec.KeySize > 0 && w.Spec.Keyspace > 0 {
 		need := len(w.Spec.KeyPrefix) + len(strconv.FormatInt(w.Spec.Keyspace-1, 10))
+		if !keySizeSet && w.Spec.KeySize < need {
+			// The default key size is a floor, not a limit: the default
+			// prefix names the workload, so longer names need longer keys.
+			w.Spec.KeySize = need
+		}
 		if w.Spec.KeySize < need {
 			d.errorf(w.keySizeRange, "Keys too short for the keyspace",
 				"Keys are the prefix %q plus a %d-digit index: key_size must be at least %d, or shorten key_prefix.", w.Spec.KeyPrefix, need-len(w.Spec.KeyPrefix), need)
@@ -147,19 +155,25 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 }
 
 // clusterRef reads `cluster = cluster.NAME` as a reference, not a string, so
-// a wrong name is reported at the reference.
-func clusterRef(attr *hcl.Attribute, d *decoder) string {
+// a wrong name is reported at the reference. It returns the name and where
+// the name was written.
+func clusterRef(attr *hcl.Attribute, d *decoder) (string, hcl.Range) {
 	trav, diags := hcl.AbsTraversalForExpr(attr.Expr)
 	if diags.HasErrors() || len(trav) != 2 || trav.RootName() != blockCluster {
-		d.errorf(attr.Expr.Range(), "Invalid cluster reference", "Refer to a cluster by its block, such as `cluster = cluster.main` (no quotes).")
-		return ""
+		example := "main"
+		// A quoted name is the likely mistake: show the reference to write.
+		if v, vdiags := attr.Expr.Value(nil); !vdiags.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() && hclsyntax.ValidIdentifier(v.AsString()) {
+			example = v.AsString()
+		}
+		d.errorf(attr.Expr.Range(), "Invalid cluster reference", "Refer to a cluster by its block, such as `cluster = cluster.%s` (no quotes).", example)
+		return "", attr.Expr.Range()
 	}
 	step, ok := trav[1].(hcl.TraverseAttr)
 	if !ok {
 		d.errorf(attr.Expr.Range(), "Invalid cluster reference", "Refer to a cluster by its block, such as `cluster = cluster.main`.")
-		return ""
+		return "", attr.Expr.Range()
 	}
-	return step.Name
+	return step.Name, step.SrcRange
 }
 
 // decodeMix reads `mix = { put = 0.8, get = 0.2 }`. Weights are relative and

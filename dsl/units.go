@@ -63,18 +63,25 @@ func ParseSize(s string) (int64, error) {
 	return checkedInt(v*mult, s)
 }
 
-var bandwidthUnits = []struct {
+var bitRateUnits = []struct {
 	suffix string
 	mult   float64 // bits per second
 }{
 	{"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9},
 	{"bps", 1}, {"kbps", 1e3}, {"mbps", 1e6}, {"gbps", 1e9},
-	{"b/s", 8}, {"kb/s", 8e3}, {"mb/s", 8e6}, {"gb/s", 8e9},
-	{"kib/s", 8 << 10}, {"mib/s", 8 << 20}, {"gib/s", 8 << 30},
+}
+
+// perSecondPrefixes scale the "b/s" and "B/s" units.
+var perSecondPrefixes = []struct {
+	prefix string
+	mult   float64
+}{
+	{"", 1}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"ki", 1 << 10}, {"mi", 1 << 20}, {"gi", 1 << 30},
 }
 
 // ParseBandwidth parses a link rate into bits per second: "10mbit",
-// "100Mbps", "1gbit", or bytes per second: "5MB/s", "1MiB/s".
+// "100Mbps", "1gbit", "10Mb/s", or bytes per second: "5MB/s", "1MiB/s".
+// Before "/s" the case of the b matters, as in SI: b is a bit, B a byte.
 func ParseBandwidth(s string) (int64, error) {
 	num, unit := splitNumber(s)
 	if num == "" || unit == "" {
@@ -84,16 +91,28 @@ func ParseBandwidth(s string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a bandwidth: %v", s, err)
 	}
-	u := strings.ToLower(strings.TrimSuffix(unit, "/s"))
-	if strings.HasSuffix(strings.ToLower(unit), "/s") {
-		u += "/s"
-	}
-	for _, bu := range bandwidthUnits {
-		if u == bu.suffix {
+	for _, bu := range bitRateUnits {
+		if strings.EqualFold(unit, bu.suffix) {
 			return checkedInt(v*bu.mult, s)
 		}
 	}
-	return 0, fmt.Errorf("%q has an unknown bandwidth unit %q; use bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps) for bits, or B/s, KB/s, MB/s, KiB/s, MiB/s for bytes per second", s, unit)
+	if stem, ok := strings.CutSuffix(unit, "/s"); ok && stem != "" {
+		per := 1.0 // bits
+		switch stem[len(stem)-1] {
+		case 'B':
+			per = 8
+		case 'b':
+		default:
+			per = 0
+		}
+		prefix := strings.ToLower(stem[:len(stem)-1])
+		for _, p := range perSecondPrefixes {
+			if per > 0 && prefix == p.prefix {
+				return checkedInt(v*p.mult*per, s)
+			}
+		}
+	}
+	return 0, fmt.Errorf("%q has an unknown bandwidth unit %q; use bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps, Mb/s) for bits, or B/s, KB/s, MB/s, KiB/s, MiB/s for bytes per second", s, unit)
 }
 
 // ParsePercent parses a loss rate: 10, "10%", "0.5%".
@@ -137,7 +156,8 @@ func FormatBytes(n int64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// FormatBandwidth renders bits per second: "10mbit".
+// FormatBandwidth renders bits per second: "10mbit". A rate given in bytes
+// that is no round number of bits is shown in bytes: "1MiB/s".
 func FormatBandwidth(bps int64) string {
 	switch {
 	case bps >= 1e9 && bps%1e9 == 0:
@@ -146,6 +166,8 @@ func FormatBandwidth(bps int64) string {
 		return fmt.Sprintf("%dmbit", bps/1e6)
 	case bps >= 1e3 && bps%1e3 == 0:
 		return fmt.Sprintf("%dkbit", bps/1e3)
+	case bps >= 8<<10 && bps%(8<<10) == 0:
+		return FormatBytes(bps/8) + "/s"
 	}
 	return fmt.Sprintf("%dbit", bps)
 }

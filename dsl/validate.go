@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -19,6 +20,16 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 	}
 	if len(s.Phases) == 0 {
 		add(errorAt(fileStart, "No phase", "A scenario needs at least one phase, such as:\n  phase \"steady\" {\n    duration = \"30s\"\n    load \"writers\" {}\n  }"))
+	}
+	// The timeline is one int64 of nanoseconds: refuse runs long enough to
+	// overflow it (or to be a typo) before anything adds offsets up.
+	var total Duration
+	for _, p := range s.Phases {
+		if total += p.Duration; p.Duration > maxRunDuration || total > maxRunDuration {
+			add(errorAt(p.durationRange, "Run too long",
+				"The phases up to %q last %s; a run may last at most %s.", p.Name, time.Duration(total).Round(time.Hour), time.Duration(maxRunDuration)))
+			break
+		}
 	}
 	clusters := map[string]*Cluster{}
 	var clusterNames []string
@@ -140,6 +151,9 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 	return diags
 }
 
+// maxRunDuration bounds the whole timeline: 30 days.
+const maxRunDuration = Duration(30 * 24 * time.Hour)
+
 func distinct(list []string) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -229,15 +243,15 @@ func validateFaultTiming(f *Fault, p *Phase) hcl.Diagnostics {
 		return hcl.Diagnostics{errorAt(f.atRange, "Fault after its phase ends",
 			"Phase %q lasts %s; this fault starts at %s. Use an offset below %s, or move the fault to a later phase.", p.Name, p.Duration, f.At, p.Duration)}
 	}
-	end := f.At + f.window(p)
-	if end > p.Duration {
+	// Compared as "longer than what is left" so huge values cannot overflow.
+	if f.window(p) > p.Duration-f.At {
 		rng, what := f.durationRange, "duration"
 		if f.RestartAfter > 0 {
 			rng, what = f.restartRange, "restart_after"
 		}
 		diags = append(diags, errorAt(rng, "Fault runs past its phase's end",
-			"Phase %q lasts %s but this fault runs from %s to %s. Shorten %s to at most %s, start it earlier, or lengthen the phase.",
-			p.Name, p.Duration, f.At, end, what, p.Duration-f.At))
+			"Phase %q lasts %s but this fault starts at %s and lasts %s. Shorten %s to at most %s, start it earlier, or lengthen the phase.",
+			p.Name, p.Duration, f.At, f.window(p), what, p.Duration-f.At))
 	}
 	if f.Every > 0 {
 		w := f.window(p)
@@ -247,7 +261,33 @@ func validateFaultTiming(f *Fault, p *Phase) hcl.Diagnostics {
 		} else if w >= f.Every {
 			diags = append(diags, errorAt(f.everyRange, "Fault repeats before it ends",
 				"Each occurrence lasts %s, so `every` must be longer than that; got %s.", w, f.Every))
+		} else if n := occurrenceCount(f, p); n > maxOccurrences {
+			diags = append(diags, errorAt(f.everyRange, "Fault repeats too often",
+				"Every %s, this fault would fire %d times in phase %q; at most %d occurrences per fault are allowed. Use a longer `every`.", f.Every, n, p.Name, maxOccurrences))
 		}
 	}
 	return diags
+}
+
+// maxOccurrences bounds how many times one repeating fault fires in a phase.
+const maxOccurrences = 1000
+
+// occurrenceCount is how many times a fault fires in its phase: every
+// occurrence starts at At + k*Every and must end within the phase.
+func occurrenceCount(f *Fault, p *Phase) int64 {
+	w := f.window(p)
+	if f.At >= p.Duration || w > p.Duration-f.At {
+		return 0
+	}
+	if f.Every <= 0 {
+		return 1
+	}
+	n := int64((p.Duration-f.At-w)/f.Every) + 1
+	if w == 0 {
+		// An instantaneous fault must also start before the phase ends.
+		if last := f.At + Duration(n-1)*f.Every; last >= p.Duration {
+			n--
+		}
+	}
+	return n
 }

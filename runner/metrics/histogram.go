@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -181,7 +182,8 @@ func (c *cell) opStats(op string, dur time.Duration) results.OpStats {
 		s.ErrorRate = float64(c.errs) / float64(s.Count)
 	}
 	if dur > 0 {
-		s.Throughput = float64(c.ok) / dur.Seconds()
+		// A thousandth of an op per second is below anything measurable.
+		s.Throughput = math.Round(float64(c.ok)/dur.Seconds()*1000) / 1000
 	}
 	return s
 }

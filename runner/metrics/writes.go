@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/results"
 )
 
 // writeLog keeps the completion time of every successful write, exactly, so
@@ -180,4 +181,61 @@ func secondOf(t time.Duration) int {
 		return 0
 	}
 	return int(t / time.Second)
+}
+
+// writeTrack is the write record of one set of workloads (all of them, or
+// one): completion times, the gap cache over them, and which phases
+// attempted a write at all, since a phase without write attempts has no gap
+// to speak of.
+type writeTrack struct {
+	log       writeLog
+	gaps      gapCache
+	attempted []bool // per phase
+}
+
+func newWriteTrack(phases []dsl.PhaseSpan) *writeTrack {
+	t := &writeTrack{attempted: make([]bool, len(phases))}
+	t.gaps.reset(phases)
+	return t
+}
+
+// add records a successful write completing at end.
+func (t *writeTrack) add(end time.Duration, phases []dsl.PhaseSpan) {
+	if t.log.add(end) && secondOf(end) < t.gaps.upTo {
+		t.gaps.reset(phases) // a sealed second changed: rescan
+	}
+}
+
+// seal encodes the seconds before upTo and advances the gap cache over them.
+func (t *writeTrack) seal(upTo int) {
+	t.log.seal(upTo)
+	t.gaps.advance(&t.log, upTo)
+}
+
+// maxGaps returns the longest write gap per phase and over the run, up to
+// horizon; nil entries for phases without write attempts. The sealed prefix
+// comes from the cache; only open seconds are scanned.
+func (t *writeTrack) maxGaps(sealed int, horizon time.Duration) (perPhase []*float64, run *float64) {
+	t.gaps.advance(&t.log, sealed)
+	g := t.gaps.scan.clone()
+	var buf []time.Duration
+	for k := t.gaps.upTo; k < len(t.log.chunks); k++ {
+		buf = t.log.chunks[k].times(k, buf)
+		for _, at := range buf {
+			g.feed(at)
+		}
+	}
+	gaps, runGap := g.result(horizon)
+	perPhase = make([]*float64, len(gaps))
+	any := false
+	for i, d := range gaps {
+		if t.attempted[i] {
+			perPhase[i] = results.Ptr(results.MS(d))
+			any = true
+		}
+	}
+	if any {
+		run = results.Ptr(results.MS(runGap))
+	}
+	return perPhase, run
 }

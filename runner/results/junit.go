@@ -127,15 +127,21 @@ func describe(c Check) string {
 	return b.String()
 }
 
-// FormatValue renders an observed metric value: numbers without needless
-// digits, null as "null".
+// FormatValue renders an observed metric value: numbers with up to six
+// significant digits and no exponent for everyday magnitudes, null as
+// "null".
 func FormatValue(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return "null"
 	case float64:
-		// Microseconds are the finest unit anything is measured in.
-		return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
+		if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+			return strconv.FormatFloat(v, 'f', 0, 64)
+		}
+		if s := strconv.FormatFloat(v, 'g', 6, 64); !strings.ContainsRune(s, 'e') {
+			return s
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	default:
 		return fmt.Sprint(v)
 	}

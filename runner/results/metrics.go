@@ -17,7 +17,7 @@ import "github.com/coordlab/scenario/dsl"
 //	<scope>.<op>.<stat>                one op over all workloads; stat is one of dsl.OpStats
 //	<scope>.<op>.errors_by.<class>
 //	<scope>.<op>.raw.<latency stat>
-//	<scope>.workload.<w>.<stat>        one workload, all its ops
+//	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap and late_starts
 //	<scope>.workload.<w>.<op>.<stat>   one workload's op
 //	run.linearizable, run.lost_writes  the history checker's verdict
 func (r *Results) Metrics() map[string]any {
@@ -51,6 +51,9 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	for _, w := range p.Workloads {
 		ws := scope + ".workload." + w.Name
 		addOp(m, ws, &w.Total)
+		m[ws+"."+dsl.MetricLateStarts] = float64(w.Total.LateStarts)
+		setOpt(m, ws+"."+dsl.MetricAvailability, w.Availability)
+		setOpt(m, ws+"."+dsl.MetricMaxGap, w.MaxGapMS)
 		for i := range w.Ops {
 			addOp(m, ws+"."+w.Ops[i].Op, &w.Ops[i])
 		}

@@ -126,6 +126,12 @@ type WorkloadStats struct {
 	Name string `json:"name"`
 	// Total aggregates all of the workload's operations.
 	Total OpStats `json:"total"`
+	// Availability is the workload's successful / attempted operations;
+	// null when it attempted none.
+	Availability *float64 `json:"availability"`
+	// MaxGapMS is the longest stretch with no successful write by this
+	// workload; null when it attempted no write.
+	MaxGapMS *float64 `json:"max_gap_ms"`
 	// Ops holds one entry per kind of operation the workload sent, in
 	// canonical op order.
 	Ops []OpStats `json:"ops"`

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/coordlab/scenario/dsl"
 )
 
 // ANSI colours for check outcomes; used only when the caller asks, since
@@ -151,7 +154,11 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 	if classes := errorClasses(p.Total.ErrorsBy); classes != "" {
 		parts = append(parts, "errors "+classes)
 	}
-	s.printf("  %s\n\n", strings.Join(parts, ", "))
+	s.printf("  %s\n", strings.Join(parts, ", "))
+	for _, f := range p.Failovers {
+		s.printf("  fault %s (%s %s) %s\n", f.FaultID, f.Kind, strings.Join(f.Targets, ","), failoverOutcome(f))
+	}
+	s.printf("\n")
 }
 
 func (s *summaryWriter) checks(r *Results) {
@@ -195,6 +202,31 @@ func (s *summaryWriter) checks(r *Results) {
 	}
 }
 
+func failoverOutcome(f Failover) string {
+	if f.AppliedMS == nil {
+		if f.Error != "" {
+			return "not applied: " + f.Error
+		}
+		return "not applied"
+	}
+	parts := []string{"applied at " + fmtDuration(*f.AppliedMS)}
+	if f.TimeToLeaderMS != nil {
+		parts = append(parts, "new leader after "+fmtDuration(*f.TimeToLeaderMS))
+	}
+	if f.TimeToWriteMS != nil {
+		parts = append(parts, "first write after "+fmtDuration(*f.TimeToWriteMS))
+	} else {
+		parts = append(parts, "no write after it")
+	}
+	if f.RecoveredMS != nil {
+		parts = append(parts, "recovered at "+fmtDuration(*f.RecoveredMS))
+	}
+	if f.Error != "" {
+		parts = append(parts, "error: "+f.Error)
+	}
+	return strings.Join(parts, ", ")
+}
+
 func availability(st *OpStats) *float64 {
 	if st.Count == 0 {
 		return nil
@@ -227,26 +259,44 @@ func fmtRatio(v *float64) string {
 	return fmt.Sprintf("%.2f%%", *v*100)
 }
 
-// fmtDuration renders milliseconds as a Go duration rounded to what a reader
-// can use: microseconds below a millisecond, milliseconds below a minute.
+// fmtDuration renders milliseconds with three significant digits and a unit
+// a reader can take in: "850 µs", "14.2 ms", "2.41 s", "2m30s".
 func fmtDuration(ms float64) string {
-	d := time.Duration(ms * float64(time.Millisecond))
 	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d < time.Minute:
-		return d.Round(time.Millisecond).String()
+	case ms < 1:
+		return fmt.Sprintf("%.0f µs", ms*1000)
+	case ms < 1000:
+		return fmtMS(ms) + " ms"
+	case ms < 60000:
+		return fmtMS(ms/1000) + " s"
 	default:
-		return d.Round(time.Second).String()
+		return time.Duration(ms * float64(time.Millisecond)).Round(time.Second).String()
 	}
 }
 
 func errorClasses(by map[string]int64) string {
 	var parts []string
-	for _, k := range sortedKeys(by) {
+	for _, k := range classOrder(by) {
 		if by[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", k, by[k]))
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// classOrder lists the classes of by in dsl.ErrorClasses order, unknown
+// ones after.
+func classOrder(by map[string]int64) []string {
+	var out []string
+	for _, c := range dsl.ErrorClasses {
+		if _, ok := by[c]; ok {
+			out = append(out, c)
+		}
+	}
+	for _, c := range sortedKeys(by) {
+		if !slices.Contains(dsl.ErrorClasses, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

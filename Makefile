@@ -1,0 +1,44 @@
+# The two commands a fresh machine needs: `make run` (a real 3-node etcd
+# scenario on loopback, no Docker) and `make test`.
+GO      ?= go
+BIN     := bin/scenario
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: build run test test-unit test-integration bench fuzz vet fmt clean
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/scenario
+
+# Runs examples/etcd-smoke.hcl against a real 3-node etcd (built from its Go
+# module into ~/.cache/scenario on first use, about a minute).
+run: build
+	./$(BIN) run examples/etcd-smoke.hcl --out results/etcd-smoke
+
+# Unit tests with the race detector, then integration tests that start real
+# clusters one package at a time (-p 1): they share two cores.
+test: vet test-unit test-integration
+
+test-unit:
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /runner$$ -e /runner/process -e /cmd/scenario)
+
+test-integration:
+	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./runner/process/ ./cmd/scenario/
+
+# Benchmarks: our closed-loop engine against etcd's own benchmark tool on one
+# cluster, reported as ratios.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/
+
+fuzz:
+	$(GO) test ./dsl -run '^$$' -fuzz FuzzLoad -fuzztime 10m
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+	./$(BIN) fmt examples/*.hcl scenarios/*.hcl
+
+clean:
+	rm -rf bin results

@@ -1,0 +1,2 @@
+election_timeout = "2s"
+heartbeat        = "100ms"

@@ -1,0 +1,376 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/coordlab/scenario/dsl"
+)
+
+const (
+	// lateStart is how far behind its intended time an open-loop op may be
+	// sent before it counts as a late start.
+	lateStart = time.Millisecond
+	// sealDelay is how long after a second ends it is sealed (its
+	// percentiles fixed and its interval histogram logged). Workers record
+	// an op right after it returns, so a second is complete well within
+	// this; anything later is still counted, but misses the percentiles.
+	sealDelay = time.Second
+)
+
+// Collector turns samples from many workers into per-phase and per-second
+// numbers. Workers record into their own Sink; Run merges every sink once a
+// second, Flush does a final merge, and Snapshot or Results renders
+// everything measured so far.
+//
+// Merging is cheap and exact because a sink only buffers raw samples: Record
+// appends to a slice under the sink's own mutex (uncontended except for the
+// instant the collector swaps buffers), and the collector processes every
+// sample itself, once, on one goroutine. Merging per-worker histograms
+// instead would cost a full pass over each histogram per worker per second,
+// far more than the samples themselves with hundreds of workers, and could
+// not assign samples to phases, seconds and write gaps exactly.
+type Collector struct {
+	base      time.Time
+	phases    []dsl.PhaseSpan
+	workloads []dsl.WorkloadSpec
+	leader    *LeaderTimeline
+	resources *ResourceSampler
+
+	sinksMu sync.Mutex
+	sinks   []*sink
+
+	mu       sync.Mutex // guards everything below
+	ops      map[opKey]*opState
+	writes   *writeTrack            // every workload's writes
+	wlWrites map[string]*writeTrack // each workload's writes
+	sealed   int                    // seconds [0, sealed) are sealed
+	last     *opState               // the op state add used last
+	pool     []*hdr.Histogram
+	finished bool  // Flush ran: the run is over
+	outside  int64 // samples intended outside every phase
+	late     int64 // samples that arrived after their second was sealed
+	clamped  int64 // latencies above the histogram range
+	logErr   error // first interval-log encoding error
+}
+
+type opKey struct{ workload, op string }
+
+// opState is everything kept for one workload × op.
+type opState struct {
+	opKey
+	writes  *writeTrack // the workload's writes, shared by its ops
+	phases  []*cell     // per phase, allocated on first sample
+	seconds []second    // per second of End, from 0
+	log     bytes.Buffer
+	logw    *hdr.HistogramLogWriter
+	logged  int // seconds written to log
+}
+
+// second is one second of one workload × op, by completion time.
+type second struct {
+	tally
+	corrected, raw *hdr.Histogram // successful ops; nil when none or sealed
+	p50, p99       int64          // µs, fixed when sealed
+	hasLatency     bool
+	sealed         bool
+}
+
+// NewCollector returns a collector for a run with the given phases (in
+// timeline order) and workloads. base is the run's base time, the instant
+// every Sample offset is measured from.
+func NewCollector(phases []dsl.PhaseSpan, workloads []dsl.WorkloadSpec, base time.Time) *Collector {
+	c := &Collector{
+		base:      base,
+		phases:    slices.Clone(phases),
+		workloads: slices.Clone(workloads),
+		leader:    NewLeaderTimeline(),
+		resources: NewResourceSampler(base),
+		ops:       make(map[opKey]*opState),
+		wlWrites:  make(map[string]*writeTrack),
+	}
+	sort.SliceStable(c.phases, func(i, j int) bool { return c.phases[i].Start < c.phases[j].Start })
+	c.writes = newWriteTrack(c.phases)
+	return c
+}
+
+// sink buffers one worker's samples until the collector takes them.
+type sink struct {
+	mu    sync.Mutex
+	buf   []Sample
+	spare []Sample // the buffer the collector hands back after processing
+}
+
+// Record appends the sample. In steady state it does not allocate: the
+// collector returns each processed buffer for reuse.
+func (s *sink) Record(x Sample) {
+	s.mu.Lock()
+	s.buf = append(s.buf, x)
+	s.mu.Unlock()
+}
+
+// NewSink returns a sink for one worker goroutine.
+func (c *Collector) NewSink() Sink {
+	s := &sink{buf: make([]Sample, 0, 256)}
+	c.sinksMu.Lock()
+	c.sinks = append(c.sinks, s)
+	c.sinksMu.Unlock()
+	return s
+}
+
+// Leader returns the collector's leader timeline.
+func (c *Collector) Leader() *LeaderTimeline { return c.leader }
+
+// Resources returns the collector's resource sampler.
+func (c *Collector) Resources() *ResourceSampler { return c.resources }
+
+// ObserveLeader records one leader poll; see LeaderTimeline.ObserveLeader.
+func (c *Collector) ObserveLeader(at time.Duration, leader int, term uint64) {
+	c.leader.ObserveLeader(at, leader, term)
+}
+
+// SetPID names a node's process for resource sampling; see
+// ResourceSampler.SetPID.
+func (c *Collector) SetPID(node string, pid int) { c.resources.SetPID(node, pid) }
+
+// Run merges the sinks, seals finished seconds and samples node resources
+// once a second until ctx is done. Call Flush after it returns.
+func (c *Collector) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			at := now.Sub(c.base)
+			c.mu.Lock()
+			c.merge()
+			c.seal(int((at - sealDelay) / time.Second))
+			c.mu.Unlock()
+			c.resources.SampleAt(at)
+		}
+	}
+}
+
+// Flush merges whatever the sinks hold and seals every second: the run is
+// over. Samples recorded afterwards are still counted, as late arrivals.
+func (c *Collector) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.merge()
+	n := len(c.writes.log.chunks)
+	for _, st := range c.ops {
+		n = max(n, len(st.seconds))
+	}
+	c.seal(n)
+	c.finished = true
+}
+
+// merge takes every sink's buffer and processes it. c.mu must be held.
+func (c *Collector) merge() {
+	c.sinksMu.Lock()
+	sinks := c.sinks[:len(c.sinks):len(c.sinks)]
+	c.sinksMu.Unlock()
+	for _, s := range sinks {
+		s.mu.Lock()
+		full := s.buf
+		s.buf, s.spare = s.spare, nil
+		s.mu.Unlock()
+		if len(full) == 0 {
+			s.mu.Lock()
+			s.spare = full
+			s.mu.Unlock()
+			continue
+		}
+		for i := range full {
+			c.add(&full[i])
+		}
+		clear(full) // drop string references held by the reused array
+		s.mu.Lock()
+		s.spare = full[:0]
+		s.mu.Unlock()
+	}
+}
+
+// add accounts one sample. c.mu must be held.
+func (c *Collector) add(s *Sample) {
+	st := c.state(s.Workload, s.Op)
+	ok := s.Class == ""
+	ci := classIndex(s.Class)
+
+	// Per phase, by intended time: an op belongs to the phase that asked
+	// for it, even when a stall pushed its completion into the next one.
+	if p := c.phaseOf(s.Intended); p >= 0 {
+		if st.phases[p] == nil {
+			st.phases[p] = &cell{}
+		}
+		cl := st.phases[p]
+		if ok {
+			cl.ok++
+			c.count(cl.corrected.record(s.End - s.Intended))
+			c.count(cl.raw.record(s.End - s.Start))
+		} else {
+			// Errors keep their own count and stay out of the latency
+			// histograms: a timeout's latency is the timeout, and mixing it
+			// in would make latency depend on the error rate.
+			cl.errs++
+			cl.byClass[ci]++
+		}
+		if s.Start-s.Intended > lateStart {
+			cl.late++
+		}
+		if s.Write {
+			c.writes.attempted[p] = true
+			st.writes.attempted[p] = true
+		}
+	} else {
+		c.outside++
+	}
+
+	// Per second, by completion time.
+	k := secondOf(s.End)
+	if k >= len(st.seconds) {
+		st.seconds = slices.Grow(st.seconds, k+1-len(st.seconds))[:k+1]
+	}
+	row := &st.seconds[k]
+	if k < c.sealed {
+		row.sealed = true // a second first seen after it was sealed stays so
+	}
+	if row.sealed {
+		c.late++
+	}
+	if ok {
+		row.ok++
+		if !row.sealed {
+			if row.corrected == nil {
+				row.corrected, row.raw = c.getHist(), c.getHist()
+			}
+			cv, _ := micros(s.End - s.Intended)
+			rv, _ := micros(s.End - s.Start)
+			_ = row.corrected.RecordValue(cv) // in range by construction
+			_ = row.raw.RecordValue(rv)
+		}
+		if s.Write {
+			c.writes.add(s.End, c.phases)
+			st.writes.add(s.End, c.phases)
+		}
+	} else {
+		row.errs++
+		row.byClass[ci]++
+	}
+}
+
+func (c *Collector) count(clamped bool) {
+	if clamped {
+		c.clamped++
+	}
+}
+
+// state returns the accumulator of one workload × op, creating it.
+func (c *Collector) state(workload, op string) *opState {
+	k := opKey{workload, op}
+	// A sink's samples mostly repeat the same workload and op: skip the
+	// map (hashing two strings) for a run of them.
+	if c.last != nil && c.last.opKey == k {
+		return c.last
+	}
+	st, ok := c.ops[k]
+	if !ok {
+		st = &opState{opKey: k, phases: make([]*cell, len(c.phases)), writes: c.wlTrack(workload)}
+		st.logw = hdr.NewHistogramLogWriter(&st.log)
+		st.logw.SetBaseTime(c.base.UnixMilli())
+		c.ops[k] = st
+	}
+	c.last = st
+	return st
+}
+
+// phaseOf returns the index of the phase containing t, or -1.
+func (c *Collector) phaseOf(t time.Duration) int {
+	i := sort.Search(len(c.phases), func(i int) bool { return c.phases[i].End().D() > t })
+	if i < len(c.phases) && c.phases[i].Start.D() <= t {
+		return i
+	}
+	return -1
+}
+
+// seal fixes every second before upTo: percentiles computed, interval
+// histograms logged and recycled, write times encoded. c.mu must be held.
+func (c *Collector) seal(upTo int) {
+	if upTo <= c.sealed {
+		// Still re-encode late write times in sealed seconds.
+		c.sealWrites(c.sealed)
+		return
+	}
+	for _, st := range c.ops {
+		for k := c.sealed; k < min(upTo, len(st.seconds)); k++ {
+			row := &st.seconds[k]
+			if row.corrected != nil {
+				row.p50 = row.corrected.ValueAtQuantile(50)
+				row.p99 = row.corrected.ValueAtQuantile(99)
+				row.hasLatency = true
+			}
+			row.sealed = true
+		}
+		c.logSeconds(st, upTo)
+	}
+	c.sealed = upTo
+	c.sealWrites(upTo)
+}
+
+func (c *Collector) sealWrites(upTo int) {
+	c.writes.seal(upTo)
+	for _, t := range c.wlWrites {
+		t.seal(upTo)
+	}
+}
+
+// wlTrack returns the write track of one workload, creating it.
+func (c *Collector) wlTrack(workload string) *writeTrack {
+	t, ok := c.wlWrites[workload]
+	if !ok {
+		t = newWriteTrack(c.phases)
+		c.wlWrites[workload] = t
+	}
+	return t
+}
+
+// getHist returns an empty histogram, reusing sealed seconds' histograms:
+// each is ~180 KB and a run seals several per second.
+func (c *Collector) getHist() *hdr.Histogram {
+	if n := len(c.pool); n > 0 {
+		h := c.pool[n-1]
+		c.pool = c.pool[:n-1]
+		return h
+	}
+	return newHist()
+}
+
+func (c *Collector) putHist(h *hdr.Histogram) {
+	if h != nil {
+		h.Reset()
+		c.pool = append(c.pool, h)
+	}
+}
+
+// FirstWriteAfter returns how long after t the first successful write
+// completed, for failover measurements. Writes in flight at t that complete
+// after it count: the store accepted them after t. ok is false when no
+// write completed after t.
+func (c *Collector) FirstWriteAfter(t time.Duration) (d time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.merge()
+	w, ok := c.writes.log.firstAfter(t)
+	if !ok {
+		return 0, false
+	}
+	return w - t, true
+}

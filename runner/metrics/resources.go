@@ -1,0 +1,245 @@
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coordlab/scenario/runner/results"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat.
+// Reading it properly needs sysconf(_SC_CLK_TCK), that is cgo; but Linux
+// fixes USER_HZ at 100 for userspace on every architecture we run on,
+// whatever the kernel's internal HZ, so it is assumed.
+const clockTicks = 100
+
+// ResourceSampler samples node processes from /proc: CPU, resident memory
+// and bytes written to storage. Only the given PID is sampled, not its
+// children: give it the store's own process (for a container, the PID the
+// store runs as on the host). It is safe for concurrent use.
+type ResourceSampler struct {
+	base     time.Time
+	procRoot string // "/proc"; a directory laid out like it in tests
+	pageSize int64
+
+	mu    sync.Mutex
+	nodes map[string]*nodeSampler
+	order []string // nodes in the order they were first named
+}
+
+type nodeSampler struct {
+	pid int
+	// The previous sample of the current PID, the baseline for deltas.
+	havePrev    bool
+	prevAt      time.Duration
+	prevTicks   uint64
+	prevWritten int64 // -1 when unreadable
+	written     int64 // summed over PIDs
+	writtenOK   bool
+	hadPID      bool // a process was named before: later ones started mid-run
+	fresh       bool // the current process started during the run
+	points      []results.ResourcePoint
+}
+
+// NewResourceSampler returns a sampler whose sample times are offsets from
+// base, the run's base time.
+func NewResourceSampler(base time.Time) *ResourceSampler {
+	return &ResourceSampler{
+		base:     base,
+		procRoot: "/proc",
+		pageSize: int64(os.Getpagesize()),
+		nodes:    make(map[string]*nodeSampler),
+	}
+}
+
+// SetPID names the process of a node. Call it again when the node restarts
+// under a new PID, and with pid 0 while the node is down. CPU is measured
+// again from the new process's second sample; everything a replacement
+// process writes counts, since it started during the run.
+func (r *ResourceSampler) SetPID(node string, pid int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.nodes[node]
+	if !ok {
+		n = &nodeSampler{}
+		r.nodes[node] = n
+		r.order = append(r.order, node)
+	}
+	if n.pid != pid {
+		// A replacement process started during the run, so everything it has
+		// written belongs to the run; the first one's history does not.
+		n.fresh = pid != 0 && n.hadPID
+		n.hadPID = n.hadPID || pid != 0
+		n.pid = pid
+		n.havePrev = false
+	}
+}
+
+// Run samples every node once a second until ctx is done. A Collector's
+// Run already does this for the collector's own sampler.
+func (r *ResourceSampler) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			r.SampleAt(now.Sub(r.base))
+		}
+	}
+}
+
+// SampleAt samples every node with a PID, stamping the samples at. A node
+// whose process is gone or unreadable is skipped this round. The first
+// sample of a process is only a baseline: CPU needs two.
+func (r *ResourceSampler) SampleAt(at time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, name := range r.order {
+		n := r.nodes[name]
+		if n.pid <= 0 {
+			continue
+		}
+		st, err := r.read(n.pid)
+		if err != nil {
+			// The process may have exited between polls (a kill fault); the
+			// runner will name its successor.
+			n.havePrev = false
+			continue
+		}
+		if st.written >= 0 {
+			n.writtenOK = true
+			if !n.havePrev && n.fresh {
+				n.written += st.written
+			}
+		}
+		n.fresh = false
+		if n.havePrev && at > n.prevAt {
+			cpu := float64(st.ticks-n.prevTicks) / clockTicks / (at - n.prevAt).Seconds() * 100
+			p := results.ResourcePoint{AtMS: results.MS(at), PID: n.pid, CPUPercent: round2(cpu), RSSBytes: st.rss}
+			if st.written >= 0 && n.prevWritten >= 0 {
+				n.written += st.written - n.prevWritten
+			}
+			if n.writtenOK {
+				p.WrittenBytes = results.Ptr(n.written)
+			}
+			n.points = append(n.points, p)
+		}
+		n.havePrev, n.prevAt, n.prevTicks, n.prevWritten = true, at, st.ticks, st.written
+	}
+}
+
+// Nodes returns each node's samples and their summary, in the order the
+// nodes were first named.
+func (r *ResourceSampler) Nodes() []results.NodeResources {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]results.NodeResources, 0, len(r.order))
+	for _, name := range r.order {
+		n := r.nodes[name]
+		nr := results.NodeResources{Node: name, Points: append([]results.ResourcePoint{}, n.points...)}
+		s := &nr.Summary
+		s.Samples = len(n.points)
+		for _, p := range n.points {
+			s.CPUMeanPercent += p.CPUPercent
+			s.CPUMaxPercent = max(s.CPUMaxPercent, p.CPUPercent)
+			s.RSSMaxBytes = max(s.RSSMaxBytes, p.RSSBytes)
+		}
+		if s.Samples > 0 {
+			s.CPUMeanPercent = round2(s.CPUMeanPercent / float64(s.Samples))
+		}
+		if n.writtenOK {
+			s.WrittenBytes = results.Ptr(n.written)
+		}
+		out = append(out, nr)
+	}
+	return out
+}
+
+type procStat struct {
+	ticks   uint64 // utime + stime
+	rss     int64  // bytes
+	written int64  // write_bytes, -1 when unreadable
+}
+
+func (r *ResourceSampler) read(pid int) (procStat, error) {
+	dir := filepath.Join(r.procRoot, strconv.Itoa(pid))
+	st := procStat{written: -1}
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return st, fmt.Errorf("sample pid %d: %w", pid, err)
+	}
+	if st.ticks, err = parseStatTicks(b); err != nil {
+		return st, fmt.Errorf("sample pid %d: %w", pid, err)
+	}
+	b, err = os.ReadFile(filepath.Join(dir, "statm"))
+	if err != nil {
+		return st, fmt.Errorf("sample pid %d: %w", pid, err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return st, fmt.Errorf("sample pid %d: short statm %q", pid, b)
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return st, fmt.Errorf("sample pid %d: statm: %w", pid, err)
+	}
+	st.rss = pages * r.pageSize
+	// /proc/PID/io needs ptrace access to the process; without it disk
+	// writes are simply not reported.
+	if b, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
+		st.written = parseWriteBytes(b)
+	}
+	return st, nil
+}
+
+// parseStatTicks returns utime + stime from /proc/PID/stat. The command
+// name (field 2) may contain spaces and parentheses, so fields are counted
+// from the last ')'.
+func parseStatTicks(b []byte) (uint64, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed stat %q", b)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short stat %q", b)
+	}
+	u, err := strconv.ParseUint(f[11], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stat utime: %w", err)
+	}
+	s, err := strconv.ParseUint(f[12], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stat stime: %w", err)
+	}
+	return u + s, nil
+}
+
+func parseWriteBytes(b []byte) int64 {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "write_bytes:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
+}
+
+func round2(v float64) float64 {
+	return float64(int64(v*100+0.5)) / 100
+}

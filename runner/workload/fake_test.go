@@ -1,0 +1,124 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/stores"
+)
+
+var errInjected = errors.New("injected failure")
+
+// fakeStore is an in-memory stores.Client. Its settings are fixed before a
+// run starts, so reading them needs no lock.
+type fakeStore struct {
+	latency   time.Duration
+	failEvery int64  // every failEvery-th op fails with failClass
+	failClass string // class of injected failures
+	// Ops that start in [stallFrom, stallTo) block until stallTo (or their
+	// deadline), like a store that lost its leader.
+	stallFrom, stallTo time.Time
+
+	calls atomic.Int64
+	mu    sync.Mutex
+	data  map[string][]byte
+}
+
+func newFakeStore(latency time.Duration) *fakeStore {
+	return &fakeStore{latency: latency, data: map[string][]byte{}}
+}
+
+func (f *fakeStore) Do(ctx context.Context, op stores.Op) stores.Result {
+	n := f.calls.Add(1)
+	delay := f.latency
+	if now := time.Now(); !f.stallFrom.IsZero() && !now.Before(f.stallFrom) && now.Before(f.stallTo) {
+		delay = f.stallTo.Sub(now)
+	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return stores.Result{Err: ctx.Err(), Class: dsl.ErrTimeout}
+		}
+	}
+	if f.failEvery > 0 && n%f.failEvery == 0 {
+		return stores.Result{Err: errInjected, Class: f.failClass}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch op.Kind {
+	case dsl.OpPut, dsl.OpTxn:
+		f.data[op.Key] = op.Value
+	case dsl.OpDelete:
+		delete(f.data, op.Key)
+	case dsl.OpGet:
+		v, ok := f.data[op.Key]
+		return stores.Result{Found: ok, Value: v}
+	}
+	return stores.Result{}
+}
+
+func (f *fakeStore) Close() error { return nil }
+
+func (f *fakeStore) len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.data)
+}
+
+// collector hands each worker its own sink and merges them after a run.
+type collector struct {
+	mu    sync.Mutex
+	sinks []*sliceSink
+}
+
+type sliceSink struct{ samples []metrics.Sample }
+
+func (s *sliceSink) Record(x metrics.Sample) { s.samples = append(s.samples, x) }
+
+func (c *collector) newSink() metrics.Sink {
+	s := &sliceSink{}
+	c.mu.Lock()
+	c.sinks = append(c.sinks, s)
+	c.mu.Unlock()
+	return s
+}
+
+// samples returns every sample recorded, by intended time. Call it only
+// after Run returned.
+func (c *collector) samples() []metrics.Sample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var all []metrics.Sample
+	for _, s := range c.sinks {
+		all = append(all, s.samples...)
+	}
+	slices.SortStableFunc(all, func(a, b metrics.Sample) int { return int(a.Intended - b.Intended) })
+	return all
+}
+
+// historyLog collects HistoryOps from many goroutines.
+type historyLog struct {
+	mu  sync.Mutex
+	ops []HistoryOp
+}
+
+func (h *historyLog) add(op HistoryOp) {
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+func (h *historyLog) all() []HistoryOp {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.ops)
+}

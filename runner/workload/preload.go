@@ -1,0 +1,89 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/stores"
+)
+
+// ErrPreload marks a preload in which some writes failed.
+var ErrPreload = errors.New("preload incomplete")
+
+// Preload writes every key of the keyspace once, with n writers at a time,
+// when the workload asks for it (spec.Preload); otherwise it does nothing.
+// Key i gets the value tagged (PreloadWriter, i), so a checker knows every
+// initial value. Writes are not recorded as samples, but they do go to the
+// history hook. A failed write is not retried: Preload carries on and then
+// returns an error wrapping ErrPreload and the first failure.
+func (e *Engine) Preload(ctx context.Context, n int) error {
+	if !e.spec.Preload {
+		return nil
+	}
+	total := e.cfg.keys.Len()
+	n = int(min(int64(max(n, 1)), total))
+	// Progress every 1% keeps the callback cheap on big keyspaces.
+	step := max(total/100, 1)
+	var (
+		next, done, failed atomic.Int64
+		mu                 sync.Mutex // serialises progress calls and firstErr
+		reported           int64
+		firstErr           error
+		wg                 sync.WaitGroup
+	)
+	for w := range n {
+		wg.Go(func() {
+			size := max(e.cfg.valueSize, ValueTagSize)
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= total {
+					return
+				}
+				key := e.cfg.keys.Key(i)
+				val := AppendValue(make([]byte, 0, size), size, PreloadWriter, uint64(i))
+				opCtx, cancel := context.WithTimeout(ctx, e.timeout)
+				call := e.now()
+				res := e.client.Do(opCtx, stores.Op{Kind: dsl.OpPut, Key: key, Value: val})
+				ret := e.now()
+				cancel()
+				class := ""
+				if res.Err != nil {
+					class = res.Class
+					if class == "" {
+						class = dsl.ErrOther
+					}
+					if failed.Add(1) == 1 {
+						mu.Lock()
+						firstErr = fmt.Errorf("put %q: %s: %w", key, class, res.Err)
+						mu.Unlock()
+					}
+				}
+				if h := e.opts.history; h != nil {
+					h(HistoryOp{ClientID: PreloadClientBase + w, Op: dsl.OpPut, Key: key, Value: val, Call: call, Return: ret, Class: class})
+				}
+				if d := done.Add(1); e.opts.progress != nil && (d%step == 0 || d == total) {
+					mu.Lock()
+					if d > reported {
+						reported = d
+						e.opts.progress(d, total)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("workload %q: preload stopped after %d of %d keys: %w", e.spec.Name, done.Load(), total, err)
+	}
+	if f := failed.Load(); f > 0 {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Errorf("workload %q: %w: %d of %d writes failed, first: %w", e.spec.Name, ErrPreload, f, total, firstErr)
+	}
+	return nil
+}

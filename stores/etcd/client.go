@@ -1,0 +1,352 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/stores"
+)
+
+// Consistency modes an etcd workload can ask for.
+const (
+	ConsistencyLinearizable = "linearizable" // the default
+	ConsistencySerializable = "serializable"
+)
+
+// DefaultOpTimeout bounds an operation when ClientOptions.Timeout is zero.
+const DefaultOpTimeout = 5 * time.Second
+
+// What clientv3 v3.5 retries on its own, and what this package does about it
+// (read from client/v3@v3.5.17: client.go, options.go, retry.go,
+// retry_interceptor.go):
+//
+//   - Every connection carries clientv3's unary retry interceptor with
+//     Config.MaxUnaryRetries attempts, 100 when left at 0. Reads (Range,
+//     hence Get) use the "repeatable" policy and are re-sent on any
+//     codes.Unavailable, which includes etcd's own "no leader", "leader
+//     changed" and "request timed out" answers: a linearizable Get during an
+//     election would quietly wait out the election and succeed. Writes use
+//     the "nonRepeatable" policy and are re-sent only on two pre-connection
+//     messages that grpc-go no longer produces. Independently of the policy
+//     the loop re-sends any call that failed with DeadlineExceeded or
+//     Canceled while the caller's context is still live (a server-side
+//     deadline that fired first). The retry options that would turn this off
+//     per call are unexported, but the interceptor loops `for attempt <
+//     max`, so MaxUnaryRetries = 1 means exactly one attempt for every
+//     unary call, reads and writes alike. That is what every client here
+//     uses.
+//   - Streams (Watch, LeaseKeepAlive) get no retries by default; this
+//     package opens none.
+//   - clientv3 adds grpc.WaitForReady(true) to every call: when no
+//     connection of the client is ready, a call waits (until its timeout)
+//     for one instead of failing at once. That queues the request before it
+//     is sent; it never sends it twice. With every endpoint down an op
+//     therefore ends as a timeout rather than a connection error.
+//   - grpc-go itself may transparently re-send a call that never reached
+//     the server (the stream was refused before any byte was processed).
+//     That cannot be turned off and cannot apply a write twice.
+//   - No auth is configured, so the token-refresh retry never runs, and
+//     AutoSyncInterval stays 0, so the endpoint list never changes.
+const maxUnaryAttempts = 1
+
+// client is a stores.Client over a fixed set of clientv3 connections.
+type client struct {
+	conns        []*clientv3.Client
+	next         atomic.Uint64
+	timeout      time.Duration
+	serializable bool
+}
+
+// NewClient opens opts.Conns connections (at least one) to the cluster at
+// opts.Endpoints; each balances its requests over every endpoint. Dialing
+// does not block, so a client can be made while members are down; ctx only
+// cancels the setup, the connections outlive it. Do runs each operation
+// once with opts.Timeout (DefaultOpTimeout if zero).
+func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, error) {
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("etcd client: no endpoints")
+	}
+	switch opts.Consistency {
+	case "", ConsistencyLinearizable, ConsistencySerializable:
+	default:
+		return nil, fmt.Errorf("etcd client: consistency %q: want %q or %q", opts.Consistency, ConsistencyLinearizable, ConsistencySerializable)
+	}
+	n := max(opts.Conns, 1)
+	c := &client{
+		timeout:      opts.Timeout,
+		serializable: opts.Consistency == ConsistencySerializable,
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultOpTimeout
+	}
+	urls := clientURLs(opts.Endpoints)
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("etcd client: %w", err)
+		}
+		// Rotating the endpoint order spreads the connections' first
+		// picks over the members instead of all starting on node 1.
+		rotated := append(append([]string(nil), urls[i%len(urls):]...), urls[:i%len(urls)]...)
+		cli, err := clientv3.New(clientConfig(rotated))
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("etcd client: connection %d of %d: %w", i+1, n, err)
+		}
+		c.conns = append(c.conns, cli)
+	}
+	return c, nil
+}
+
+// clientConfig is the clientv3 configuration shared by workload and status
+// connections.
+func clientConfig(endpoints []string) clientv3.Config {
+	return clientv3.Config{
+		Endpoints: endpoints,
+		// Only used while dialing, which does not block here.
+		DialTimeout: 5 * time.Second,
+		// Detects a member that is paused or cut off while requests are
+		// in flight. etcd's default --grpc-keepalive-min-time is 5 s and
+		// pings without a stream are refused, so ping no more often than
+		// that and only under load.
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 3 * time.Second,
+		MaxUnaryRetries:      maxUnaryAttempts,
+		// clientv3 logs each failed attempt at warn; under a fault that is
+		// a line per failed op. Results carry the errors instead.
+		Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{
+			// grpc's default reconnect backoff grows to 120 s, so a
+			// member restarted after a long kill would stay unused for
+			// minutes. Recovery time is what scenarios measure: retry
+			// the connection at least every second.
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff: backoff.Config{
+					BaseDelay:  50 * time.Millisecond,
+					Multiplier: 1.6,
+					Jitter:     0.2,
+					MaxDelay:   time.Second,
+				},
+				MinConnectTimeout: 2 * time.Second,
+			}),
+		},
+	}
+}
+
+func clientURLs(eps []stores.Endpoint) []string {
+	urls := make([]string, len(eps))
+	for i, ep := range eps {
+		urls[i] = "http://" + ep.ClientAddr
+	}
+	return urls
+}
+
+// Do runs op once on the next connection in turn.
+func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
+	cli := c.conns[(c.next.Add(1)-1)%uint64(len(c.conns))]
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	var res stores.Result
+	var err error
+	switch op.Kind {
+	case dsl.OpPut:
+		_, err = cli.Put(leader(ctx), op.Key, string(op.Value))
+	case dsl.OpGet:
+		var resp *clientv3.GetResponse
+		resp, err = cli.Get(c.readCtx(ctx), op.Key, c.readOpts()...)
+		if err == nil && len(resp.Kvs) > 0 {
+			res.Found = true
+			res.Value = resp.Kvs[0].Value
+		}
+	case dsl.OpDelete:
+		_, err = cli.Delete(leader(ctx), op.Key)
+	case dsl.OpRange:
+		opts := c.readOpts()
+		if op.End == "" {
+			opts = append(opts, clientv3.WithPrefix())
+		} else {
+			opts = append(opts, clientv3.WithRange(op.End))
+		}
+		if op.Limit > 0 {
+			opts = append(opts, clientv3.WithLimit(int64(op.Limit)))
+		}
+		var resp *clientv3.GetResponse
+		resp, err = cli.Get(c.readCtx(ctx), op.Key, opts...)
+		if err == nil {
+			res.Count = len(resp.Kvs)
+		}
+	case dsl.OpTxn:
+		// One round trip that reads the key's version and writes in
+		// either branch: the cost of a compare-and-swap without its
+		// contention failures, so every txn is a write.
+		var resp *clientv3.TxnResponse
+		resp, err = cli.Txn(leader(ctx)).
+			If(clientv3.Compare(clientv3.Version(op.Key), ">", 0)).
+			Then(clientv3.OpPut(op.Key, string(op.Value))).
+			Else(clientv3.OpPut(op.Key, string(op.Value))).
+			Commit()
+		if err == nil {
+			res.Found = resp.Succeeded
+		}
+	default:
+		err = fmt.Errorf("unsupported operation (etcd supports %s)", strings.Join(dsl.AllOps, ", "))
+	}
+	if err != nil {
+		res.Err = fmt.Errorf("etcd %s: %w", op.Kind, err)
+		res.Class = Classify(err)
+	}
+	return res
+}
+
+// leader makes a member without a leader refuse the request at once with
+// ErrNoLeader instead of holding it until the request times out, so that a
+// leaderless cluster shows up as "unavailable" rather than as latency.
+func leader(ctx context.Context) context.Context {
+	return clientv3.WithRequireLeader(ctx)
+}
+
+// readCtx requires a leader only for linearizable reads: a serializable read
+// is answered from the member's own state, and staying available without a
+// leader is the reason to ask for one.
+func (c *client) readCtx(ctx context.Context) context.Context {
+	if c.serializable {
+		return ctx
+	}
+	return leader(ctx)
+}
+
+func (c *client) readOpts() []clientv3.OpOption {
+	if c.serializable {
+		return []clientv3.OpOption{clientv3.WithSerializable()}
+	}
+	return nil
+}
+
+// Close closes every connection. Ops sent afterwards fail; closing twice is
+// harmless.
+func (c *client) Close() error {
+	var errs []error
+	for _, cli := range c.conns {
+		if err := cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Classify puts a failed operation's error into one of dsl.ErrorClasses:
+//
+//   - timeout: the client gave up waiting (its deadline or the server's
+//     "request timed out"), or abandoned the op; the outcome is unknown.
+//   - unavailable: a member answered that it cannot serve now: no leader,
+//     leader changed, stopping, too many requests, unhealthy.
+//   - connection: the request did not get an answer because a connection
+//     was refused, reset or closed.
+//   - other: anything else (invalid request, space quota, ...).
+func Classify(err error) string {
+	if err == nil {
+		return ""
+	}
+	// Context errors first: clientv3 returns the caller's context error
+	// when a call fails because that context ended.
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return dsl.ErrTimeout
+	}
+	if errors.Is(err, context.Canceled) {
+		// Abandoned before an answer came: like a timeout, the op may or
+		// may not have been applied.
+		return dsl.ErrTimeout
+	}
+
+	// Answers from an etcd member arrive as rpctypes.EtcdError once
+	// clientv3 has converted them, or as a gRPC status that
+	// rpctypes.Error converts by its registered description.
+	st, isStatus := grpcStatus(err)
+	var ee rpctypes.EtcdError
+	isEtcd := errors.As(err, &ee)
+	if !isEtcd && isStatus {
+		ee, isEtcd = rpctypes.Error(st.Err()).(rpctypes.EtcdError)
+	}
+	if isEtcd {
+		switch ee {
+		case rpctypes.ErrTimeout, rpctypes.ErrTimeoutWaitAppliedIndex:
+			// The member gave up waiting for the request to be
+			// applied; it may still be.
+			return dsl.ErrTimeout
+		case rpctypes.ErrNotLeader, rpctypes.ErrMemberNotEnoughStarted, rpctypes.ErrTooManyRequests:
+			return dsl.ErrUnavailable
+		}
+		switch ee.Code() {
+		case codes.DeadlineExceeded, codes.Canceled:
+			return dsl.ErrTimeout
+		case codes.Unavailable:
+			// ErrNoLeader, ErrLeaderChanged, ErrTimeoutDueToLeaderFail,
+			// ErrStopped, ErrUnhealthy, ...: a member refusing for now.
+			return dsl.ErrUnavailable
+		}
+		return dsl.ErrOther
+	}
+
+	if isStatus {
+		switch st.Code() {
+		case codes.DeadlineExceeded, codes.Canceled:
+			return dsl.ErrTimeout
+		case codes.Unavailable:
+			// gRPC reports every transport failure (connection refused,
+			// reset, EOF, "transport is closing") as Unavailable with only
+			// a message to tell them apart, and etcd's own refusals carry
+			// the same code. Known etcd refusals were matched by type
+			// above; one that a newer server words differently still
+			// starts with etcd's "etcdserver:" prefix. This is the only
+			// place that looks at a message.
+			if strings.HasPrefix(st.Message(), "etcdserver:") {
+				return dsl.ErrUnavailable
+			}
+			return dsl.ErrConnection
+		}
+		return dsl.ErrOther
+	}
+	// Errors from below gRPC, should one surface unwrapped.
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, net.ErrClosed), errors.Is(err, clientv3.ErrNoAvailableEndpoints):
+		return dsl.ErrConnection
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return dsl.ErrTimeout
+	}
+	return dsl.ErrOther
+}
+
+// grpcStatus finds a gRPC status in err's chain. Unlike status.FromError it
+// keeps the status's own message rather than the wrapped error's text.
+func grpcStatus(err error) (*status.Status, bool) {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		if st := se.GRPCStatus(); st != nil {
+			return st, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,375 @@
+//go:build linux
+
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/stores"
+)
+
+// integrationVersion is the etcd the integration test runs;
+// SCENARIO_ETCD_TEST_VERSION overrides it (e.g. 3.6.16).
+func integrationVersion() string {
+	if v := os.Getenv("SCENARIO_ETCD_TEST_VERSION"); v != "" {
+		return strings.TrimPrefix(v, "v")
+	}
+	return "3.5.17"
+}
+
+// logWriter turns Install's progress lines into test log lines.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// testCluster is a real etcd cluster of child processes on loopback.
+type testCluster struct {
+	t     *testing.T
+	spec  dsl.ClusterSpec
+	eps   []stores.Endpoint
+	procs map[int]*exec.Cmd // live members by node
+	logs  map[int]string
+}
+
+// startCluster starts spec.Nodes members of bin on free loopback ports with
+// data in a temp dir. Cleanup kills and reaps every member before the temp
+// dir is removed.
+func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec) *testCluster {
+	t.Helper()
+	dir := t.TempDir() // registered first, so removed after the kill below
+	c := &testCluster{t: t, spec: spec, procs: map[int]*exec.Cmd{}, logs: map[int]string{}}
+	addrs := freeAddrs(t, 2*spec.Nodes)
+	for i := 1; i <= spec.Nodes; i++ {
+		c.eps = append(c.eps, stores.Endpoint{Node: i, ClientAddr: addrs[2*i-2], PeerAddr: addrs[2*i-1]})
+	}
+	t.Cleanup(func() {
+		for _, n := range slices.Sorted(maps.Keys(c.procs)) {
+			c.kill(n)
+		}
+		if t.Failed() {
+			for n := 1; n <= spec.Nodes; n++ {
+				b, _ := os.ReadFile(c.logs[n])
+				t.Logf("log of %s (last 3 KiB):\n%s", dsl.NodeName(n), tail(b, 3072))
+			}
+		}
+	})
+	for i := 1; i <= spec.Nodes; i++ {
+		logPath := filepath.Join(dir, dsl.NodeName(i)+".log")
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, Args(spec, i, c.eps, filepath.Join(dir, dsl.NodeName(i)))...)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		// Should the test binary die without its cleanups, the members
+		// die with it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		err = cmd.Start()
+		logFile.Close() // the child has its own descriptor
+		if err != nil {
+			t.Fatalf("start %s: %v", dsl.NodeName(i), err)
+		}
+		c.procs[i] = cmd
+		c.logs[i] = logPath
+	}
+	return c
+}
+
+// kill SIGKILLs node n and reaps it.
+func (c *testCluster) kill(n int) {
+	cmd, ok := c.procs[n]
+	if !ok {
+		return
+	}
+	delete(c.procs, n)
+	if err := cmd.Process.Kill(); err != nil {
+		c.t.Errorf("kill %s: %v", dsl.NodeName(n), err)
+	}
+	_ = cmd.Wait() // "signal: killed" is the expected outcome
+}
+
+// freeAddrs holds n listeners open at once so the ports differ, then frees
+// them for etcd.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		addrs = append(addrs, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return addrs
+}
+
+// waitFor polls cond every 100 ms until it returns "" or the deadline
+// passes, then fails with cond's last reason.
+func waitFor(t *testing.T, ctx context.Context, within time.Duration, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		reason := cond()
+		if reason == "" {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("%s: not within %s: %s", what, within, reason)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// leaders returns the nodes that say they lead.
+func leaders(sts []stores.NodeStatus) []int {
+	var ls []int
+	for _, s := range sts {
+		if s.Err == nil && s.IsLeader {
+			ls = append(ls, s.Node)
+		}
+	}
+	return ls
+}
+
+func TestIntegration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: builds etcd " + integrationVersion() + " from its Go module on first use (about a minute) and runs a 3-node cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	version := integrationVersion()
+	bin, err := Install(ctx, InstallOptions{Version: version, Progress: logWriter{t}})
+	if err != nil {
+		t.Fatalf("Install: %v", err)
+	}
+	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("etcd Version: "+version)) {
+		t.Fatalf("%s --version: %v\n%s", bin, err, out)
+	}
+
+	spec := dsl.ClusterSpec{
+		Name: "it", Store: dsl.StoreEtcd, Version: version, Nodes: 3,
+		Etcd: &dsl.EtcdKnobs{
+			HeartbeatInterval: dsl.Duration(100 * time.Millisecond),
+			ElectionTimeout:   dsl.Duration(time.Second),
+			SnapshotCount:     10000,
+		},
+	}
+	c := startCluster(t, bin, spec)
+	if err := WaitReady(ctx, c.eps, time.Minute); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+
+	for _, consistency := range []string{ConsistencyLinearizable, ConsistencySerializable} {
+		t.Run("ops/"+consistency, func(t *testing.T) { exerciseOps(t, ctx, c.eps, consistency) })
+	}
+
+	poller, err := NewStatusPoller(c.eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer poller.Close()
+	// Polled rather than asked once: on a busy machine a member may miss
+	// heartbeats and call an election between two checks.
+	var old int
+	waitFor(t, ctx, 30*time.Second, "exactly one leader that every member names", func() string {
+		sts := poller.Poll(ctx, 2*time.Second)
+		ls := leaders(sts)
+		if len(ls) != 1 {
+			return fmt.Sprintf("leaders %v in %+v", ls, sts)
+		}
+		for _, s := range sts {
+			if s.Err != nil || s.Leader != ls[0] || s.Term == 0 {
+				return fmt.Sprintf("status of n%d: %+v; want leader n%d and a term", s.Node, s, ls[0])
+			}
+		}
+		old = ls[0]
+		return ""
+	})
+
+	// A client made before the kill, with a timeout well below the
+	// election timeout: an op sent right after the leader dies cannot
+	// succeed, because no member can elect a new leader that soon.
+	lin, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 3, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lin.Close()
+	waitFor(t, ctx, 10*time.Second, "put before the kill", func() string {
+		if res := lin.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "failover/before", Value: []byte("1")}); res.Err != nil {
+			return res.Err.Error()
+		}
+		return ""
+	})
+
+	killed := time.Now()
+	c.kill(old)
+	t.Logf("killed leader n%d", old)
+	for _, kind := range []string{dsl.OpPut, dsl.OpGet, dsl.OpTxn} {
+		res := lin.Do(ctx, stores.Op{Kind: kind, Key: "failover/during", Value: []byte("2")})
+		switch {
+		case res.Err == nil && time.Since(killed) < spec.Etcd.ElectionTimeout.D():
+			t.Errorf("%s succeeded %s after the leader was killed, before any election could finish", kind, time.Since(killed))
+		case res.Err != nil && !slices.Contains([]string{dsl.ErrTimeout, dsl.ErrUnavailable, dsl.ErrConnection}, res.Class):
+			t.Errorf("%s without a leader: %v classified %q", kind, res.Err, res.Class)
+		default:
+			t.Logf("%s right after the kill: class %q: %v", kind, res.Class, res.Err)
+		}
+	}
+
+	var newLeader int
+	waitFor(t, ctx, 30*time.Second, "new leader among the survivors", func() string {
+		sts := poller.Poll(ctx, time.Second)
+		ls := leaders(sts)
+		if len(ls) != 1 || ls[0] == old {
+			return fmt.Sprintf("leaders %v in %+v", ls, sts)
+		}
+		for _, s := range sts {
+			if s.Node == old && s.Err == nil {
+				return fmt.Sprintf("killed n%d still answers", old)
+			}
+			if s.Node != old && s.Leader != ls[0] {
+				return fmt.Sprintf("n%d names n%d", s.Node, s.Leader)
+			}
+		}
+		newLeader = ls[0]
+		return ""
+	})
+	t.Logf("n%d leads %s after the kill", newLeader, time.Since(killed).Round(time.Millisecond))
+
+	// The old client recovers on its own once a leader is back (the test
+	// may retry; the client never does), and a new client can be made
+	// while a member is down.
+	waitFor(t, ctx, 10*time.Second, "put through the old client after failover", func() string {
+		if res := lin.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "failover/after", Value: []byte("3")}); res.Err != nil {
+			return res.Err.Error()
+		}
+		return ""
+	})
+	ser, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 2, Consistency: ConsistencySerializable, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("NewClient with a member down: %v", err)
+	}
+	defer ser.Close()
+
+	// Down to one member: no quorum, and once that member has noticed, it
+	// knows no leader. Then linearizable ops are refused as unavailable
+	// (the client requires a leader) while serializable reads still work.
+	var survivor int
+	for n := range c.procs {
+		if n != newLeader {
+			survivor = n
+		}
+	}
+	c.kill(newLeader)
+	waitFor(t, ctx, 30*time.Second, "the survivor notices it has no leader", func() string {
+		for _, s := range poller.Poll(ctx, time.Second) {
+			if s.Node == survivor && (s.Err != nil || s.Leader != 0) {
+				return fmt.Sprintf("n%d: %+v", survivor, s)
+			}
+		}
+		return ""
+	})
+	// This also shows that clientv3 did not retry: its interceptor would
+	// re-send these Unavailable answers (reads at least) until the op's
+	// deadline, turning them into timeouts.
+	for _, kind := range []string{dsl.OpPut, dsl.OpGet, dsl.OpRange, dsl.OpDelete, dsl.OpTxn} {
+		res := lin.Do(ctx, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
+		if res.Err == nil || res.Class != dsl.ErrUnavailable {
+			t.Errorf("linearizable %s on a lone member: %v, class %q; want unavailable", kind, res.Err, res.Class)
+		}
+	}
+	waitFor(t, ctx, 10*time.Second, "serializable read on a lone member", func() string {
+		res := ser.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: "failover/after"})
+		if res.Err != nil || !res.Found || string(res.Value) != "3" {
+			return fmt.Sprintf("%+v", res)
+		}
+		return ""
+	})
+	if sts := Status(ctx, c.eps, time.Second); len(leaders(sts)) != 0 {
+		t.Errorf("a leader without quorum: %+v", sts)
+	}
+}
+
+// exerciseOps runs every op kind through a fresh client.
+func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consistency string) {
+	cli, err := NewClient(ctx, stores.ClientOptions{Endpoints: eps, Conns: 3, Consistency: consistency, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	p := "ops/" + consistency + "/"
+	do := func(op stores.Op) stores.Result {
+		t.Helper()
+		res := cli.Do(ctx, op)
+		if res.Err != nil {
+			t.Fatalf("%s %q: %v (class %s)", op.Kind, op.Key, res.Err, res.Class)
+		}
+		return res
+	}
+	// A serializable read may be answered by a member that has not applied
+	// the latest write yet; a linearizable one may not.
+	read := func(op stores.Op, ok func(stores.Result) bool) {
+		t.Helper()
+		if consistency == ConsistencyLinearizable {
+			if res := do(op); !ok(res) {
+				t.Fatalf("%s %q: unexpected %+v", op.Kind, op.Key, res)
+			}
+			return
+		}
+		waitFor(t, ctx, 5*time.Second, op.Kind+" "+op.Key, func() string {
+			if res := do(op); !ok(res) {
+				return fmt.Sprintf("%+v", res)
+			}
+			return ""
+		})
+	}
+
+	for _, k := range []string{"a", "b", "c"} {
+		do(stores.Op{Kind: dsl.OpPut, Key: p + k, Value: []byte("v" + k)})
+	}
+	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "va" })
+	if res := do(stores.Op{Kind: dsl.OpGet, Key: p + "missing"}); res.Found {
+		t.Errorf("get of a missing key: %+v", res)
+	}
+	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 })
+	read(stores.Op{Kind: dsl.OpRange, Key: p + "a", End: p + "c"}, func(r stores.Result) bool { return r.Count == 2 })
+	if res := do(stores.Op{Kind: dsl.OpRange, Key: p, Limit: 1}); res.Count != 1 {
+		t.Errorf("range with limit 1 returned %d keys", res.Count)
+	}
+
+	if res := do(stores.Op{Kind: dsl.OpTxn, Key: p + "a", Value: []byte("txn")}); !res.Found {
+		t.Errorf("txn on an existing key took the else branch")
+	}
+	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return string(r.Value) == "txn" })
+	if res := do(stores.Op{Kind: dsl.OpTxn, Key: p + "new", Value: []byte("fresh")}); res.Found {
+		t.Errorf("txn on a new key took the then branch")
+	}
+	read(stores.Op{Kind: dsl.OpGet, Key: p + "new"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "fresh" })
+
+	do(stores.Op{Kind: dsl.OpDelete, Key: p + "a"})
+	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
+	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
+}

@@ -1,0 +1,262 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/stores"
+)
+
+// StatusPoller asks every member of one cluster for its status, over one
+// long-lived connection per member, so that polling every 100 ms costs one
+// small RPC per member rather than a new connection each time. It is safe
+// for concurrent use.
+type StatusPoller struct {
+	eps     []stores.Endpoint
+	clients []*clientv3.Client // clients[i] talks to eps[i] only
+
+	mu    sync.Mutex
+	nodes map[uint64]int // etcd member ID -> 1-based node index
+}
+
+// NewStatusPoller connects to every endpoint. Dialing does not block: a
+// member that is down simply fails its polls until it is back.
+func NewStatusPoller(eps []stores.Endpoint) (*StatusPoller, error) {
+	if len(eps) == 0 {
+		return nil, errors.New("etcd status: no endpoints")
+	}
+	p := &StatusPoller{eps: eps, nodes: make(map[uint64]int)}
+	for _, ep := range eps {
+		cli, err := clientv3.New(clientConfig(clientURLs([]stores.Endpoint{ep})))
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("etcd status: connect to %s: %w", dsl.NodeName(ep.Node), err)
+		}
+		p.clients = append(p.clients, cli)
+	}
+	return p, nil
+}
+
+// Poll asks every member at once, each bounded by timeout (if positive)
+// and ctx, and returns what each said in endpoint order. A member that does
+// not answer in time has Err set.
+func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores.NodeStatus {
+	out := make([]stores.NodeStatus, len(p.eps))
+	var wg sync.WaitGroup
+	for i := range p.eps {
+		wg.Go(func() {
+			pctx, cancel := ctx, context.CancelFunc(func() {})
+			if timeout > 0 {
+				pctx, cancel = context.WithTimeout(ctx, timeout)
+			}
+			defer cancel()
+			out[i] = p.poll(pctx, i)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
+	ep, conn := p.eps[i], p.clients[i].ActiveConnection()
+	ns := stores.NodeStatus{Node: ep.Node}
+	// The raw gRPC client, not clientv3's Maintenance.Status, which dials
+	// a fresh connection for every call. Without clientv3's WaitForReady
+	// a member that is down fails at once instead of using up the timeout.
+	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
+	if err != nil {
+		ns.Err = fmt.Errorf("etcd status of %s (%s): %w", dsl.NodeName(ep.Node), ep.ClientAddr, clientv3.ContextError(ctx, err))
+		return ns
+	}
+	ns.Term = resp.RaftTerm
+	self := resp.Header.GetMemberId()
+	p.learn(self, ep.Node)
+	if resp.Leader == 0 {
+		return ns
+	}
+	ns.IsLeader = resp.Leader == self
+	if ns.IsLeader {
+		ns.Leader = ep.Node
+		return ns
+	}
+	if n, ok := p.node(resp.Leader); ok {
+		ns.Leader = n
+		return ns
+	}
+	// A leader this poller has not heard from yet: ask the member for the
+	// membership. A serializable member list needs no leader and no
+	// quorum.
+	if err := p.refresh(ctx, conn); err != nil {
+		ns.Err = fmt.Errorf("etcd status of %s: leader %x is not a known member: %w", dsl.NodeName(ep.Node), resp.Leader, err)
+		return ns
+	}
+	if n, ok := p.node(resp.Leader); ok {
+		ns.Leader = n
+		return ns
+	}
+	ns.Err = fmt.Errorf("etcd status of %s: leader %x is not a member named like n1, n2, ...", dsl.NodeName(ep.Node), resp.Leader)
+	return ns
+}
+
+func (p *StatusPoller) learn(id uint64, node int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nodes[id] = node
+}
+
+func (p *StatusPoller) node(id uint64) (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.nodes[id]
+	return n, ok
+}
+
+func (p *StatusPoller) refresh(ctx context.Context, conn *grpc.ClientConn) error {
+	resp, err := pb.NewClusterClient(conn).MemberList(ctx, &pb.MemberListRequest{})
+	if err != nil {
+		return fmt.Errorf("member list: %w", clientv3.ContextError(ctx, err))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range resp.Members {
+		if n, ok := nodeIndex(m.Name); ok {
+			p.nodes[m.ID] = n
+		}
+	}
+	return nil
+}
+
+// nodeIndex inverts dsl.NodeName.
+func nodeIndex(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "n")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 1 || dsl.NodeName(n) != name {
+		return 0, false
+	}
+	return n, true
+}
+
+// Close closes every connection. Polls made afterwards report errors;
+// closing twice is harmless.
+func (p *StatusPoller) Close() error {
+	var errs []error
+	for _, cli := range p.clients {
+		if err := cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Status asks every member once, over connections made for the purpose.
+// A runner that polls repeatedly should keep a StatusPoller instead.
+func Status(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) []stores.NodeStatus {
+	p, err := NewStatusPoller(eps)
+	if err != nil {
+		out := make([]stores.NodeStatus, len(eps))
+		for i, ep := range eps {
+			out[i] = stores.NodeStatus{Node: ep.Node, Err: err}
+		}
+		return out
+	}
+	defer p.Close()
+	return p.Poll(ctx, timeout)
+}
+
+// readyPollInterval paces WaitReady. Elections take at least one election
+// timeout (1 s by default), so polling faster gains nothing.
+const readyPollInterval = 100 * time.Millisecond
+
+// WaitReady waits, up to timeout, until every member answers Status and all
+// of them name the same leader, which itself says it leads. The error names
+// the members that did not answer or disagreed at the last poll.
+func WaitReady(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p, err := NewStatusPoller(eps)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	start := time.Now()
+	for {
+		last := p.Poll(ctx, min(time.Second, max(timeout/10, readyPollInterval)))
+		reason := notReady(last)
+		if reason == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd cluster not ready after %s: %s", time.Since(start).Round(time.Millisecond), reason)
+		case <-time.After(readyPollInterval):
+		}
+	}
+}
+
+// notReady says why a poll does not show a ready cluster, or "" if it does.
+func notReady(sts []stores.NodeStatus) string {
+	var silent, leaderless []string
+	leaders := map[int][]string{} // leader named -> members naming it
+	for _, s := range sts {
+		name := dsl.NodeName(s.Node)
+		switch {
+		case s.Err != nil:
+			silent = append(silent, fmt.Sprintf("%s did not answer (%v)", name, s.Err))
+		case s.Leader == 0:
+			leaderless = append(leaderless, name)
+		default:
+			leaders[s.Leader] = append(leaders[s.Leader], name)
+		}
+	}
+	var reasons []string
+	reasons = append(reasons, silent...)
+	if len(leaderless) > 0 {
+		reasons = append(reasons, strings.Join(leaderless, ", ")+" know no leader")
+	}
+	if len(leaders) > 1 {
+		var views []string
+		for _, l := range slices.Sorted(maps.Keys(leaders)) {
+			views = append(views, fmt.Sprintf("%s name %s", strings.Join(leaders[l], ", "), dsl.NodeName(l)))
+		}
+		reasons = append(reasons, "members disagree on the leader: "+strings.Join(views, "; "))
+	}
+	if len(reasons) > 0 {
+		return strings.Join(reasons, "; ")
+	}
+	for l := range leaders {
+		for _, s := range sts {
+			if s.Node == l && !s.IsLeader {
+				return fmt.Sprintf("the others name %s leader but it does not say so", dsl.NodeName(l))
+			}
+		}
+		// A leader outside eps would be a different cluster's member.
+		if !hasNode(sts, l) {
+			return fmt.Sprintf("the leader %s is not among the polled members", dsl.NodeName(l))
+		}
+	}
+	return ""
+}
+
+func hasNode(sts []stores.NodeStatus, n int) bool {
+	for _, s := range sts {
+		if s.Node == n {
+			return true
+		}
+	}
+	return false
+}
