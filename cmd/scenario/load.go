@@ -35,8 +35,9 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// printDiagnostics writes diagnostics HCL-style: file:line:col, the source
-// line, and what to write instead.
+// printDiagnostics writes each diagnostic as a file:line:col: severity:
+// summary line, which editors and CI annotators parse, followed by HCL's
+// rendering: the source line marked, and what to write instead.
 func printDiagnostics(w io.Writer, parser *hclparse.Parser, diags hcl.Diagnostics) {
 	if len(diags) == 0 {
 		return
@@ -46,7 +47,16 @@ func printDiagnostics(w io.Writer, parser *hclparse.Parser, diags hcl.Diagnostic
 		width, _, _ = term.GetSize(int(f.Fd()))
 	}
 	dw := hcl.NewDiagnosticTextWriter(w, parser.Files(), uint(width), isTerminal(w))
-	_ = dw.WriteDiagnostics(diags)
+	for _, d := range diags {
+		severity := "error"
+		if d.Severity == hcl.DiagWarning {
+			severity = "warning"
+		}
+		if r := d.Subject; r != nil {
+			fmt.Fprintf(w, "%s:%d:%d: %s: %s\n", r.Filename, r.Start.Line, r.Start.Column, severity, d.Summary)
+		}
+		_ = dw.WriteDiagnostic(d)
+	}
 }
 
 // loadScenario reads, validates and compiles one file, printing diagnostics.

@@ -100,6 +100,8 @@ availability, failover time and correctness.
 		newValidateCommand(),
 		newPlanCommand(),
 		newFmtCommand(),
+		newRunCommand(),
+		newStoresCommand(),
 		newVersionCommand(),
 	)
 	return root

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/stores"
+)
+
+// The breakdown contenders (-breakdown) peel our stack apart, one layer at
+// a time, to show where a ratio below 1 comes from:
+//
+//	scenario          engine + collector + etcd driver     (runOurs)
+//	engine+plain      engine + collector + plain clientv3  (runEnginePlain)
+//	loop,rr           plain loop, connection per request   (runLoop)
+//	loop,pinned       plain loop, connection per client    (runLoop): etcd's tool in this process
+
+// plainClient sends puts as etcd's benchmark tool does, with no deadline and
+// no require-leader metadata, but picks connections in turn per request as
+// the etcd driver does.
+type plainClient struct {
+	conns []*clientv3.Client
+	next  atomic.Uint64
+}
+
+func newPlainClient(leader stores.Endpoint, conns int) (*plainClient, error) {
+	c := &plainClient{}
+	for range conns {
+		// The tool's own connection settings: endpoint and nothing else
+		// that matters on loopback.
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + leader.ClientAddr}, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("plain client: %w", err), c.Close())
+		}
+		c.conns = append(c.conns, cli)
+	}
+	return c, nil
+}
+
+// Do ignores ctx: etcd's tool sends with context.Background().
+func (c *plainClient) Do(_ context.Context, op stores.Op) stores.Result {
+	cli := c.conns[(c.next.Add(1)-1)%uint64(len(c.conns))]
+	if _, err := cli.Put(context.Background(), op.Key, string(op.Value)); err != nil {
+		return stores.Result{Err: fmt.Errorf("plain put: %w", err), Class: dsl.ErrOther}
+	}
+	return stores.Result{}
+}
+
+func (c *plainClient) Close() error {
+	var errs []error
+	for _, cli := range c.conns {
+		if err := cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runEnginePlain is the engine and collector without the etcd driver.
+func runEnginePlain(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (_ measurement, err error) {
+	cli, err := newPlainClient(leader, c.conns)
+	if err != nil {
+		return measurement{}, err
+	}
+	defer func() { err = errors.Join(err, cli.Close()) }()
+	return runEngine(ctx, cli, c, d)
+}
+
+// runLoop is etcd's tool's structure in this process, without its progress
+// bar: c.clients goroutines sharing a count of c.total puts of one fixed
+// value, each latency kept for exact percentiles as the tool's report
+// keeps them. pinned gives client i connection i%conns, as the tool does;
+// otherwise connections are taken in turn per request, as the etcd driver
+// does.
+func runLoop(pinned bool) func(context.Context, stores.Endpoint, putCase, time.Duration) (measurement, error) {
+	return func(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (_ measurement, err error) {
+		cli, err := newPlainClient(leader, c.conns)
+		if err != nil {
+			return measurement{}, err
+		}
+		defer func() { err = errors.Join(err, cli.Close()) }()
+		value := string(make([]byte, c.valueSize))
+		var issued, failed atomic.Int64
+		lats := make([][]time.Duration, c.clients)
+		cpu0 := selfCPU()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range c.clients {
+			conn := cli.conns[i%len(cli.conns)]
+			wg.Go(func() {
+				key := make([]byte, c.keySize)
+				for ctx.Err() == nil {
+					n := issued.Add(1) - 1
+					if n >= int64(c.total) {
+						return
+					}
+					binary.PutVarint(key, n%c.keyspace)
+					use := conn
+					if !pinned {
+						use = cli.conns[(cli.next.Add(1)-1)%uint64(len(cli.conns))]
+					}
+					t0 := time.Now()
+					if _, err := use.Put(context.Background(), string(key), value); err != nil {
+						failed.Add(1)
+						continue
+					}
+					lats[i] = append(lats[i], time.Since(t0))
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		cpu := selfCPU() - cpu0
+		if err := ctx.Err(); err != nil {
+			return measurement{}, fmt.Errorf("loop: %w", err)
+		}
+		all := slices.Concat(lats...)
+		if len(all) == 0 {
+			return measurement{}, fmt.Errorf("loop: no successful put in %d (%d failed)", c.total, failed.Load())
+		}
+		slices.Sort(all)
+		return measurement{
+			requests: int64(len(all)),
+			failed:   failed.Load(),
+			elapsed:  elapsed,
+			rps:      float64(len(all)) / elapsed.Seconds(),
+			p50:      all[len(all)*50/100],
+			p99:      all[len(all)*99/100],
+			cpu:      cpu,
+		}, nil
+	}
+}

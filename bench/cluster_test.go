@@ -1,0 +1,166 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/process"
+	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/etcd"
+)
+
+// etcdVersion is the etcd both tools are measured against; the benchmark tool
+// is built from the same release so that both speak the same client library.
+const etcdVersion = "3.5.17"
+
+// binaries are the etcd server and etcd's benchmark tool.
+type binaries struct {
+	server, benchmark string
+}
+
+// installBinaries builds (or finds cached) the server and the benchmark tool.
+// Install takes a file lock, so a concurrent install by another process is
+// waited for rather than raced.
+func installBinaries(ctx context.Context, b *testing.B) (binaries, error) {
+	opts := etcd.InstallOptions{Version: etcdVersion, Progress: logWriter{b}}
+	server, err := etcd.Install(ctx, opts)
+	if err != nil {
+		return binaries{}, fmt.Errorf("etcd server %s: %w", etcdVersion, err)
+	}
+	bench, err := etcd.InstallBenchmark(ctx, opts)
+	if err != nil {
+		return binaries{}, fmt.Errorf("etcd benchmark tool %s (go.etcd.io/etcd/v3/tools/benchmark): %w", etcdVersion, err)
+	}
+	return binaries{server: server, benchmark: bench}, nil
+}
+
+// logWriter turns progress lines into benchmark log lines.
+type logWriter struct{ b *testing.B }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.b.Log(string(p))
+	return len(p), nil
+}
+
+// cluster is a 3-node etcd cluster of child processes on loopback.
+type cluster struct {
+	run *process.Run
+	eps []stores.Endpoint
+}
+
+// startCluster starts a 3-member cluster of bin with etcd's default knobs and
+// waits until it has a leader every member agrees on. On error, everything
+// started is stopped again.
+func startCluster(ctx context.Context, bin string) (_ *cluster, err error) {
+	run, err := process.NewRun(process.RunOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	c := &cluster{run: run}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.close())
+		}
+	}()
+	spec := dsl.ClusterSpec{Name: "bench", Store: dsl.StoreEtcd, Version: etcdVersion, Nodes: 3}
+	ports, err := run.AllocatePorts(2 * spec.Nodes)
+	if err != nil {
+		return c, fmt.Errorf("start cluster: allocate ports: %w", err)
+	}
+	for i := 1; i <= spec.Nodes; i++ {
+		c.eps = append(c.eps, stores.Endpoint{
+			Node:       i,
+			ClientAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)])),
+			PeerAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)+1])),
+		})
+	}
+	for i := 1; i <= spec.Nodes; i++ {
+		name := dsl.NodeName(i)
+		dataDir, _ := run.NodeDir(name)
+		n, err := run.AddNode(name, process.NodeSpec{Path: bin, Args: etcd.Args(spec, i, c.eps, dataDir)})
+		if err != nil {
+			return c, fmt.Errorf("start cluster: %w", err)
+		}
+		if err := n.Start(ctx); err != nil {
+			return c, fmt.Errorf("start cluster: %w", err)
+		}
+	}
+	if err := etcd.WaitReady(ctx, c.eps, time.Minute); err != nil {
+		return c, fmt.Errorf("start cluster (node logs under %s): %w", run.Dir(), err)
+	}
+	return c, nil
+}
+
+// leader returns the endpoint of the member that says it leads. Both tools
+// send to the leader only, as etcd's own performance guide does for writes
+// (--target-leader): the server does the same work for either tool, with no
+// follower forwarding that one tool's balancing would see more of.
+func (c *cluster) leader(ctx context.Context) (stores.Endpoint, error) {
+	for _, st := range etcd.Status(ctx, c.eps, 5*time.Second) {
+		if st.Err == nil && st.IsLeader {
+			for _, ep := range c.eps {
+				if ep.Node == st.Node {
+					return ep, nil
+				}
+			}
+		}
+	}
+	return stores.Endpoint{}, errors.New("no member says it is the leader")
+}
+
+// reset compacts away every revision but the latest and defragments every
+// member, so that each run starts from the same state: without it, every
+// put of every earlier run stays in etcd's in-memory index and backend,
+// and each run would be slower than the one before, a drift that would
+// fall on whichever tool happens to run later.
+func (c *cluster) reset(ctx context.Context) (err error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: clientURLs(c.eps), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("reset cluster: %w", err)
+	}
+	defer func() { err = errors.Join(err, cli.Close()) }()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := cli.Get(ctx, "probe")
+	if err != nil {
+		return fmt.Errorf("reset cluster: read revision: %w", err)
+	}
+	if rev := resp.Header.Revision; rev > 1 {
+		// Compacting to a revision already compacted fails; nothing
+		// has been written since the last reset then, so skip it.
+		if _, err := cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+			return fmt.Errorf("reset cluster: compact to %d: %w", rev, err)
+		}
+	}
+	for _, u := range clientURLs(c.eps) {
+		if _, err := cli.Defragment(ctx, u); err != nil {
+			return fmt.Errorf("reset cluster: defragment %s: %w", u, err)
+		}
+	}
+	return nil
+}
+
+func clientURLs(eps []stores.Endpoint) []string {
+	urls := make([]string, len(eps))
+	for i, ep := range eps {
+		urls[i] = "http://" + ep.ClientAddr
+	}
+	return urls
+}
+
+// close stops every member and removes the cluster's data.
+func (c *cluster) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.run.Close(ctx)
+}

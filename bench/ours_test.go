@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/runner/workload"
+	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/etcd"
+)
+
+// oursSpec is the workload equivalent to `benchmark put --sequential-keys`:
+// puts only, each client walking the keyspace in order from its own
+// starting point. Keys differ in spelling (ours are zero-padded decimal,
+// etcd's tool writes a varint into a zeroed buffer) but not in size, and both
+// tools write the same number of distinct keys.
+func oursSpec(c putCase) dsl.WorkloadSpec {
+	return dsl.WorkloadSpec{
+		Name:         "put",
+		Mix:          []dsl.OpWeight{{Op: dsl.OpPut, Weight: 1}},
+		Consistency:  etcd.ConsistencyLinearizable,
+		KeySize:      c.keySize,
+		ValueSize:    c.valueSize,
+		Keyspace:     c.keyspace,
+		Distribution: dsl.DistSequential,
+		Seed:         1,
+		Clients:      c.clients,
+		Conns:        c.conns,
+		Timeout:      dsl.Duration(workload.DefaultTimeout),
+	}
+}
+
+// runOurs is what a scenario run does: the workload engine sending through
+// the etcd driver's client. Connections are opened before the clock starts,
+// as etcd's tool does before its report starts; both dial lazily, so the
+// first requests of either pay for the handshakes.
+func runOurs(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (_ measurement, err error) {
+	spec := oursSpec(c)
+	cli, err := etcd.NewClient(ctx, stores.ClientOptions{
+		Endpoints:   []stores.Endpoint{leader},
+		Conns:       spec.Conns,
+		Consistency: spec.Consistency,
+		Timeout:     spec.Timeout.D(),
+		Workload:    spec,
+	})
+	if err != nil {
+		return measurement{}, fmt.Errorf("ours: %w", err)
+	}
+	defer func() {
+		if cerr := cli.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("ours: close client: %w", cerr))
+		}
+	}()
+	return runEngine(ctx, cli, c, d)
+}
+
+// runEngine drives the closed-loop load of c through the workload engine
+// for d, recording into a metrics collector that merges in the background
+// as it does in a real run (leader polling and the progress line of a real
+// run are left out). The engine is duration-based, so the caller passes the
+// time etcd's tool took for its request count, and the rates are what
+// compares.
+func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duration) (measurement, error) {
+	spec := oursSpec(c)
+	cpu0 := selfCPU()
+	base := time.Now()
+	coll := metrics.NewCollector([]dsl.PhaseSpan{{Name: "put", Duration: dsl.Duration(d)}}, []dsl.WorkloadSpec{spec}, base)
+	eng, err := workload.New(spec, cli, coll.NewSink, base)
+	if err != nil {
+		return measurement{}, fmt.Errorf("engine: %w", err)
+	}
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Go(func() { coll.Run(bgCtx) })
+	load := dsl.LoadSpec{Workload: spec.Name, Mode: dsl.LoadClosed, ClientsFrom: c.clients, ClientsTo: c.clients, Duration: dsl.Duration(d)}
+	st, err := eng.Run(ctx, load, 0)
+	// Run returns once the last op sent before the end has come back: the
+	// same span etcd's tool reports, first send to last answer.
+	elapsed := time.Since(base)
+	stopBackground()
+	bg.Wait()
+	cpu := selfCPU() - cpu0
+	if err != nil {
+		return measurement{}, fmt.Errorf("engine: %w", err)
+	}
+
+	res := coll.Results()
+	if len(res.Phases) != 1 {
+		return measurement{}, fmt.Errorf("engine: results have %d phases, want 1", len(res.Phases))
+	}
+	var lat *results.Latency
+	var ok int64
+	for _, o := range res.Phases[0].Ops {
+		if o.Op == dsl.OpPut {
+			lat, ok = o.Latency, o.OK
+		}
+	}
+	if lat == nil {
+		return measurement{}, fmt.Errorf("engine: no successful put in %d sent (%d failed)", st.Sent, st.Failed)
+	}
+	return measurement{
+		requests: ok,
+		failed:   st.Failed,
+		elapsed:  elapsed,
+		rps:      float64(ok) / elapsed.Seconds(),
+		p50:      msDuration(lat.P50MS),
+		p99:      msDuration(lat.P99MS),
+		cpu:      cpu,
+	}, nil
+}
+
+func msDuration(ms float64) time.Duration {
+	return time.Duration(math.Round(ms * float64(time.Millisecond)))
+}

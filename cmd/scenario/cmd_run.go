@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner"
+	"github.com/coordlab/scenario/runner/results"
+)
+
+type runFlags struct {
+	vars        varFlags
+	out         string
+	keep        bool
+	abortOnFail bool
+	stateDir    string
+	cacheDir    string
+	verbose     bool
+}
+
+func newRunCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a scenario: bring the cluster up, play the timeline, measure, check, tear down",
+		Long: `Run a scenario: bring the cluster up, play the timeline of load and faults,
+measure, evaluate the checks, print a summary and write results, then tear
+everything down (also on failure and on Ctrl-C).
+
+Results go to --out (default results/<scenario>-<time>): results.json,
+junit.xml (one test case per check), hlog/<workload>.<op>.hlog (HdrHistogram
+interval logs, microseconds) and logs/<node>.log. A sweep runs every point in
+turn, each into its own numbered subdirectory.
+
+` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runScenario(cmd, args[0], &f)
+		},
+	}
+	f.vars.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "", "directory for results (default results/<scenario>-<time>)")
+	fl.BoolVar(&f.keep, "keep", false, "keep node data directories and logs in the state directory after the run")
+	fl.BoolVar(&f.abortOnFail, "abort-on-fail", false, "stop at the end of the first phase after which a check marked abort_on_fail fails")
+	fl.StringVar(&f.stateDir, "state-dir", "", "where run workspaces live (default $XDG_RUNTIME_DIR/scenario or /tmp/scenario-<uid>)")
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "where store binaries are kept (default $XDG_CACHE_HOME/scenario/stores)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
+	return cmd
+}
+
+func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
+	build, err := loadScenario(cmd, path, &f.vars)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	out := f.out
+	if out == "" {
+		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		out = filepath.Join("results", name+"-"+time.Now().Format("20060102-150405"))
+	}
+	for _, s := range build.Skipped {
+		fmt.Fprintf(stderr, "sweep point skipped: %s\n", s)
+	}
+
+	failed := 0
+	for i, plan := range build.Plans {
+		dir := out
+		if len(build.Plans) > 1 {
+			dir = filepath.Join(out, fmt.Sprintf("%02d", i+1))
+			fmt.Fprintf(stdout, "\n== sweep point %d/%d: %s\n", i+1, len(build.Plans), pointText(plan.Point))
+		}
+		res, err := runner.Run(cmd.Context(), plan, runner.Options{
+			OutDir:       dir,
+			Keep:         f.keep,
+			StateDir:     f.stateDir,
+			CacheDir:     f.cacheDir,
+			AbortOnFail:  f.abortOnFail,
+			ScenarioFile: path,
+			Logger:       logger,
+			Progress:     stderr,
+			Live:         isTerminal(stderr),
+		})
+		if err != nil {
+			return runError(cmd.Context(), err)
+		}
+		if err := results.WriteSummary(stdout, res, isTerminal(stdout)); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "results: %s\n", dir)
+		if !res.Passed() {
+			failed++
+			if f.abortOnFail && res.Notes["aborted"] != "" {
+				break
+			}
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: exitCheckFailed, err: fmt.Errorf("%d of %d run(s) failed a check", failed, len(build.Plans))}
+	}
+	return nil
+}
+
+// runError maps a runner error to its exit code.
+func runError(ctx context.Context, err error) error {
+	var unsupported *runner.UnsupportedError
+	var infra *runner.InfraError
+	switch {
+	case errors.As(err, &unsupported):
+		return &exitError{code: exitInvalid, err: err}
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted; everything the run started has been stopped and removed")}
+	case errors.As(err, &infra):
+		return &exitError{code: exitInfra, err: err}
+	}
+	return &exitError{code: exitInfra, err: err}
+}
+
+func pointText(point []dsl.SweepValue) string {
+	var parts []string
+	for _, p := range point {
+		parts = append(parts, p.Variable+"="+p.Value)
+	}
+	return strings.Join(parts, " ")
+}

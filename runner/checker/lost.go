@@ -1,0 +1,129 @@
+package checker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/coordlab/scenario/dsl"
+)
+
+// maxLostKeys bounds LostResult.Keys.
+const maxLostKeys = 50
+
+// LostResult is the outcome of a lost-writes check.
+type LostResult struct {
+	// Checked is the number of keys with at least one acknowledged write,
+	// each read back once.
+	Checked int
+	// Lost is the number of those keys whose value read back is none of
+	// the values an acknowledged write could have left.
+	Lost int
+	// Keys lists lost keys in sorted order, at most maxLostKeys of them.
+	Keys []string
+}
+
+// candidate is a state a key may be left in by one write.
+type candidate struct {
+	value  string
+	exists bool
+}
+
+// CheckLostWrites reads back, through read, every key of h with an
+// acknowledged write and counts the keys whose value could not be the
+// outcome of the writes in h. Run it after the load has stopped and before
+// anything else writes.
+//
+// Let L be the acknowledged (successful) put, txn or delete on the key that
+// returned last. The key may hold what L left (its value, or absent for a
+// delete), or what any of these other writes left, because each could have
+// taken effect after L:
+//
+//   - an acknowledged write that overlapped L, i.e. returned at or after
+//     L's call;
+//   - a write that failed with an indeterminate class (timeout, connection,
+//     unavailable), wherever it was called: it may have been applied at any
+//     time after its call, as the linearizability check also assumes.
+//
+// Writes that failed with class "other" are taken as not applied. A key is
+// lost when what read returns matches none of these. Keys with no
+// acknowledged write are not checked: nothing was promised for them. An
+// error from read, or ctx ending, stops the check.
+func CheckLostWrites(ctx context.Context, h []Entry, read func(ctx context.Context, key string) (value []byte, found bool, err error)) (LostResult, error) {
+	byKey := map[string][]Entry{}
+	for _, e := range h {
+		if isWrite(e.Op) {
+			byKey[e.Key] = append(byKey[e.Key], e)
+		}
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+
+	var res LostResult
+	for _, k := range keys {
+		accept := candidates(byKey[k])
+		if accept == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("checking lost writes: %w", err)
+		}
+		v, found, err := read(ctx, k)
+		if err != nil {
+			return res, fmt.Errorf("checking lost writes: reading back %q: %w", k, err)
+		}
+		res.Checked++
+		got := candidate{exists: found}
+		if found {
+			got.value = string(v)
+		}
+		if slices.Contains(accept, got) {
+			continue
+		}
+		res.Lost++
+		if len(res.Keys) < maxLostKeys {
+			res.Keys = append(res.Keys, k)
+		}
+	}
+	return res, nil
+}
+
+// candidates returns the states the writes on one key may have left it in,
+// as documented on CheckLostWrites, or nil when none was acknowledged.
+func candidates(writes []Entry) []candidate {
+	last := -1
+	for i, w := range writes {
+		if w.Class != "" {
+			continue
+		}
+		if last < 0 || cmp.Or(cmp.Compare(w.Return, writes[last].Return), cmp.Compare(w.Call, writes[last].Call)) > 0 {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	l := writes[last]
+	var out []candidate
+	for i, w := range writes {
+		switch {
+		case i == last:
+		case w.Class == "" && w.Return >= l.Call:
+		case w.Class != "" && indeterminate(w.Class):
+		default:
+			continue
+		}
+		c := candidate{}
+		if w.Op != dsl.OpDelete {
+			c = candidate{value: string(w.Value), exists: true}
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+// Package checker records a sample of a run's key-value history and checks
+// it afterwards: for linearizability, with porcupine, and for lost writes, by
+// reading every sampled key back once the load has stopped.
+//
+// The model is a register per key. put and txn write a value (every txn the
+// workloads send writes its value in either branch, as HistoryOp documents),
+// delete removes the key, get observes it. range reads many keys at once and
+// is not modelled.
+package checker
+
+import (
+	"sync"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/workload"
+)
+
+// Entry is one recorded operation and the workload that sent it. Generator
+// ids are only unique within a workload, so the pair identifies a client.
+type Entry struct {
+	Workload string
+	workload.HistoryOp
+}
+
+// Recorder keeps the operations on a bounded sample of keys. It is safe for
+// concurrent use; Record is meant to be passed to workload.WithHistory.
+type Recorder struct {
+	mu       sync.Mutex
+	limit    int
+	sampled  map[string]bool
+	excluded map[string]bool
+	history  []Entry
+	skipped  int64
+}
+
+// NewRecorder returns a recorder that keeps the operations on the first
+// sampleKeys distinct keys it sees, or on every key when sampleKeys is 0 or
+// less. Checking cost grows with the operations per key and the number of
+// keys, so a bounded sample keeps the check affordable on long runs while
+// every operation on a sampled key is still kept: a partial history of one
+// key could not be checked at all.
+func NewRecorder(sampleKeys int) *Recorder {
+	return &Recorder{limit: sampleKeys, sampled: map[string]bool{}, excluded: map[string]bool{}}
+}
+
+// Exclude stops the recorder keeping get operations of the named workload.
+// The runner excludes workloads that read with serializable consistency:
+// those reads may be stale by design, so checking them for linearizability
+// would report violations the store never promised to avoid. The workload's
+// writes are still recorded, because other workloads' reads observe them.
+func (r *Recorder) Exclude(workloadName string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.excluded[workloadName] = true
+}
+
+// Record adds op, sent by the named workload, to the history if its key is
+// in the sample. Operations the model cannot check (range, and gets of
+// excluded workloads) are counted by Skipped instead.
+func (r *Recorder) Record(workloadName string, op workload.HistoryOp) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case op.Op == dsl.OpGet && r.excluded[workloadName]:
+		r.skipped++
+		return
+	case !modelled(op.Op):
+		r.skipped++
+		return
+	}
+	if !r.sampled[op.Key] {
+		if r.limit > 0 && len(r.sampled) >= r.limit {
+			return
+		}
+		r.sampled[op.Key] = true
+	}
+	// HistoryOp.Value may share memory with the caller's buffers.
+	op.Value = append([]byte(nil), op.Value...)
+	r.history = append(r.history, Entry{Workload: workloadName, HistoryOp: op})
+}
+
+// History returns a copy of the recorded operations in the order they were
+// recorded.
+func (r *Recorder) History() []Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Entry(nil), r.history...)
+}
+
+// Skipped is the number of operations seen but not recorded because the
+// model cannot check them: range operations and gets of excluded workloads.
+// Operations on keys outside the sample are not counted.
+func (r *Recorder) Skipped() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.skipped
+}
+
+// modelled reports whether the register model can check operations of kind op.
+func modelled(op string) bool {
+	switch op {
+	case dsl.OpPut, dsl.OpGet, dsl.OpDelete, dsl.OpTxn:
+		return true
+	}
+	return false
+}
+
+// isWrite reports whether op changes its key.
+func isWrite(op string) bool {
+	return op == dsl.OpPut || op == dsl.OpDelete || op == dsl.OpTxn
+}
+
+// indeterminate reports whether a failed operation of the given error class
+// may still have taken effect: the request may have reached the store before
+// the client gave up on it or lost the connection, and "unavailable" covers
+// leader changes and leader failures, after which a proposal the old leader
+// accepted may still commit. Every other class ("other") is taken as a
+// definite refusal, e.g. a request the store rejected as invalid.
+func indeterminate(class string) bool {
+	switch class {
+	case dsl.ErrTimeout, dsl.ErrConnection, dsl.ErrUnavailable:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,120 @@
+package checker
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/coordlab/scenario/dsl"
+)
+
+func TestRecorder(t *testing.T) {
+	tests := []struct {
+		name     string
+		sample   int
+		exclude  []string
+		records  []Entry
+		wantKeys []string // keys of History, in order
+		wantOps  []string // ops of History, in order
+		skipped  int64
+	}{
+		{
+			name:   "first keys seen are sampled",
+			sample: 2,
+			records: []Entry{
+				put(0, "a", 0, 1).on("a"), put(0, "a", 0, 1).on("b"), put(0, "a", 0, 1).on("c"),
+				get(0, "a", 2, 3).on("a"), del(0, 2, 3).on("c"), get(0, "a", 2, 3).on("b"),
+			},
+			wantKeys: []string{"a", "b", "a", "b"},
+			wantOps:  []string{dsl.OpPut, dsl.OpPut, dsl.OpGet, dsl.OpGet},
+		},
+		{
+			name:   "zero samples every key",
+			sample: 0,
+			records: []Entry{
+				put(0, "a", 0, 1).on("a"), put(0, "a", 0, 1).on("b"), put(0, "a", 0, 1).on("c"),
+			},
+			wantKeys: []string{"a", "b", "c"},
+			wantOps:  []string{dsl.OpPut, dsl.OpPut, dsl.OpPut},
+		},
+		{
+			name:   "range is skipped and takes no sample",
+			sample: 1,
+			records: []Entry{
+				entry(0, dsl.OpRange, "", false, 0, 1).on("r"), put(0, "a", 0, 1).on("a"),
+				entry(0, dsl.OpRange, "", false, 0, 1).on("a"),
+			},
+			wantKeys: []string{"a"},
+			wantOps:  []string{dsl.OpPut},
+			skipped:  2,
+		},
+		{
+			name:    "excluded workload keeps its writes",
+			exclude: []string{"serial"},
+			records: []Entry{
+				put(0, "a", 0, 1).by("serial"), get(0, "a", 2, 3).by("serial"), txn(0, "b", 4, 5).by("serial"),
+				del(0, 6, 7).by("serial"), get(1, "a", 2, 3).by("linear"),
+			},
+			wantKeys: []string{"k", "k", "k", "k"},
+			wantOps:  []string{dsl.OpPut, dsl.OpTxn, dsl.OpDelete, dsl.OpGet},
+			skipped:  1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRecorder(tt.sample)
+			for _, w := range tt.exclude {
+				r.Exclude(w)
+			}
+			for _, e := range tt.records {
+				r.Record(e.Workload, e.HistoryOp)
+			}
+			var keys, ops []string
+			for _, e := range r.History() {
+				keys, ops = append(keys, e.Key), append(ops, e.Op)
+			}
+			if !slices.Equal(keys, tt.wantKeys) || !slices.Equal(ops, tt.wantOps) {
+				t.Errorf("history keys %v ops %v, want %v %v", keys, ops, tt.wantKeys, tt.wantOps)
+			}
+			if got := r.Skipped(); got != tt.skipped {
+				t.Errorf("skipped %d, want %d", got, tt.skipped)
+			}
+		})
+	}
+}
+
+func TestRecorderCopiesValues(t *testing.T) {
+	r := NewRecorder(0)
+	e := put(0, "a", 0, 1)
+	r.Record("w", e.HistoryOp)
+	e.Value[0] = 'x'
+	if got := string(r.History()[0].Value); got != "a" {
+		t.Fatalf("recorded value %q changed with the caller's buffer", got)
+	}
+}
+
+func TestRecorderConcurrent(t *testing.T) {
+	const workers, each, sample = 8, 200, 5
+	r := NewRecorder(sample)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				key := string(rune('a' + (w+i)%10))
+				r.Record("w", put(w, "v", i, i+1).on(key).HistoryOp)
+				r.Record("w", entry(w, dsl.OpRange, "", false, i, i+1).HistoryOp)
+			}
+		})
+	}
+	wg.Wait()
+	keys := map[string]bool{}
+	for _, e := range r.History() {
+		keys[e.Key] = true
+	}
+	if len(keys) != sample {
+		t.Errorf("%d keys sampled, want %d", len(keys), sample)
+	}
+	if got := r.Skipped(); got != workers*each {
+		t.Errorf("skipped %d, want %d", got, workers*each)
+	}
+}

@@ -1,0 +1,148 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/runner/process"
+	"github.com/coordlab/scenario/runner/workload"
+	"github.com/coordlab/scenario/stores"
+)
+
+// startCluster starts every node on loopback ports of its own and waits until
+// the cluster is ready. A node that exits while the others are still coming
+// up fails the start at once, naming that node.
+func (x *execution) startCluster(ctx context.Context, bin string) error {
+	c := x.cluster
+	ports, err := x.proc.AllocatePorts(2 * c.Nodes)
+	if err != nil {
+		return x.infra("", "startup", fmt.Errorf("allocate ports: %w", err))
+	}
+	for i := 1; i <= c.Nodes; i++ {
+		x.eps = append(x.eps, stores.Endpoint{
+			Node:       i,
+			ClientAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)])),
+			PeerAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)+1])),
+		})
+	}
+	fmt.Fprintf(x.opts.Progress, "starting %s: %d %s %s node(s) (run %s)\n", c.Name, c.Nodes, c.Store, c.Version, x.proc.ID())
+	for i := 1; i <= c.Nodes; i++ {
+		name := dsl.NodeName(i)
+		dataDir, _ := x.proc.NodeDir(name)
+		n, err := x.proc.AddNode(name, processSpec(bin, x.drv.args(c, i, x.eps, dataDir)))
+		if err != nil {
+			return x.infra(name, "startup", err)
+		}
+		x.nodes = append(x.nodes, n)
+		if err := n.Start(ctx); err != nil {
+			return x.infra(name, "startup", err)
+		}
+	}
+
+	// Readiness is cut short by the first node to exit.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	for _, n := range x.nodes {
+		go func() {
+			select {
+			case <-n.Exited():
+				cancel(&nodeExit{node: n.Name(), err: n.Err()})
+			case <-wctx.Done():
+			}
+		}()
+	}
+	start := time.Now()
+	err = x.drv.waitReady(wctx, x.eps, c.ReadyTimeout.D())
+	var ne *nodeExit
+	switch {
+	case errors.As(context.Cause(wctx), &ne):
+		return x.infra(ne.node, "startup", fmt.Errorf("node exited while the cluster was starting: %v", ne.err))
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return x.infra("", "startup", fmt.Errorf("%w (ready_timeout is %s; node logs are in %s)", err, c.ReadyTimeout, x.logsDir()))
+	}
+	fmt.Fprintf(x.opts.Progress, "cluster %s ready in %s\n", c.Name, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// logsDir is where node logs can be found after the run.
+func (x *execution) logsDir() string {
+	if x.opts.OutDir != "" {
+		return x.opts.OutDir + "/logs"
+	}
+	return x.proc.Dir()
+}
+
+type nodeExit struct {
+	node string
+	err  error
+}
+
+func (e *nodeExit) Error() string { return fmt.Sprintf("node %s exited: %v", e.node, e.err) }
+
+// openClients gives every workload its own client, with its own connections.
+func (x *execution) openClients(ctx context.Context) error {
+	x.clients = map[string]stores.Client{}
+	for _, w := range x.plan.Workloads {
+		cl, err := x.drv.newClient(ctx, stores.ClientOptions{
+			Endpoints:   x.eps,
+			Conns:       w.Conns,
+			Consistency: w.Consistency,
+			Timeout:     w.Timeout.D(),
+			Workload:    w,
+		})
+		if err != nil {
+			return x.infra("", "startup", fmt.Errorf("workload %q: connect: %w", w.Name, err))
+		}
+		x.clients[w.Name] = cl
+	}
+	return nil
+}
+
+func (x *execution) closeClients() {
+	for name, cl := range x.clients {
+		if err := cl.Close(); err != nil {
+			x.log.Debug("close client", "workload", name, "err", err)
+		}
+	}
+}
+
+// preload writes the keyspace of every workload that asks for it, before
+// the timeline starts. Its operations are not measured.
+func (x *execution) preload(ctx context.Context) error {
+	for _, w := range x.plan.Workloads {
+		if !w.Preload {
+			continue
+		}
+		discard := func() metrics.Sink { return discardSink{} }
+		eng, err := workload.New(w, x.clients[w.Name], discard, time.Now(), workload.WithLogger(x.log))
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		fmt.Fprintf(x.opts.Progress, "preloading %d keys for workload %s\n", w.Keyspace, w.Name)
+		if err := eng.Preload(ctx, preloadWriters); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return x.infra("", "preload", fmt.Errorf("workload %q: %w", w.Name, err))
+		}
+		x.log.Info("preload done", "workload", w.Name, "keys", w.Keyspace, "took", time.Since(start))
+	}
+	return nil
+}
+
+type discardSink struct{}
+
+func (discardSink) Record(metrics.Sample) {}
+
+func processSpec(bin string, args []string) process.NodeSpec {
+	return process.NodeSpec{Path: bin, Args: args}
+}

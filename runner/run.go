@@ -1,0 +1,228 @@
+// Package runner plays a compiled scenario against real store nodes: it
+// brings the cluster up, drives every workload's load along the timeline,
+// injects faults, measures, evaluates the checks and writes the results. It
+// tears everything down on every exit path.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/runner/process"
+	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/runner/workload"
+	"github.com/coordlab/scenario/stores"
+)
+
+// Options configure Run.
+type Options struct {
+	// OutDir receives results.json, junit.xml, the interval logs and a copy
+	// of every node's log. It is created if needed.
+	OutDir string
+	// Keep leaves the nodes' data directories and logs in the state
+	// directory after the run (the processes are stopped either way).
+	Keep bool
+	// StateDir holds run workspaces; "" means process.DefaultStateDir().
+	StateDir string
+	// CacheDir holds store binaries; "" means each store's default.
+	CacheDir string
+	// AbortOnFail stops the run at the end of the first phase after which a
+	// check marked abort_on_fail fails.
+	AbortOnFail bool
+	// ScenarioFile is recorded in results.json.
+	ScenarioFile string
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Progress receives progress lines (installs, startup, the live line);
+	// nil discards them.
+	Progress io.Writer
+	// Live redraws one progress line in place (a terminal) instead of
+	// printing a plain line every few seconds.
+	Live bool
+}
+
+const (
+	// pollInterval is how often every node is asked for its leader.
+	pollInterval = 100 * time.Millisecond
+	// teardownTimeout bounds teardown, which runs on a fresh context so that
+	// Ctrl-C does not skip it.
+	teardownTimeout = 30 * time.Second
+	// preloadWriters is how many writers preload the keyspace at once.
+	preloadWriters = 32
+	// logTailLines is how much of a failed node's log an error quotes.
+	logTailLines = 15
+)
+
+// Run plays plan once and returns its results, checks evaluated. The error
+// is an *UnsupportedError when the plan needs something not implemented, an
+// *InfraError when the cluster could not be brought up, or ctx's error when
+// the run was interrupted; a failed check is not an error (see
+// results.Results.Passed). Every process and directory the run created is
+// removed before Run returns, unless opts.Keep.
+func Run(ctx context.Context, plan *dsl.Plan, opts Options) (*results.Results, error) {
+	if err := checkSupported(plan); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = process.DefaultStateDir()
+	}
+	x := &execution{plan: plan, opts: opts, log: opts.Logger, cluster: plan.Clusters[0]}
+	x.drv = driverFor(x.cluster.Store)
+	return x.run(ctx)
+}
+
+// execution is the state of one Run.
+type execution struct {
+	plan    *dsl.Plan
+	opts    Options
+	log     *slog.Logger
+	cluster dsl.ClusterSpec
+	drv     driver
+
+	proc    *process.Run
+	nodes   []*process.Node // nodes[i] is node i+1
+	eps     []stores.Endpoint
+	clients map[string]stores.Client
+
+	base    time.Time
+	coll    *metrics.Collector
+	engines map[string]*workload.Engine
+
+	mu     sync.Mutex
+	notes  map[string]string
+	abort  string // why the run stopped early, "" if it did not
+	phase  string // the phase in progress
+	leader int    // the last leader polled, 0 if none
+}
+
+func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
+	reaped, err := process.ReapStale(ctx, x.opts.StateDir, x.log)
+	if err != nil {
+		x.log.Warn("cleaning up after earlier runs", "err", err)
+	} else if n := len(reaped.Runs); n > 0 {
+		fmt.Fprintf(x.opts.Progress, "cleaned up %d run(s) left behind by an earlier, killed scenario\n", n)
+	}
+
+	bin := x.cluster.Binary
+	if bin == "" {
+		bin, err = x.drv.binary(ctx, x.cluster, x.opts.CacheDir, x.opts.Progress)
+		if err != nil {
+			return nil, x.infra("", "install", fmt.Errorf("get %s %s: %w", x.cluster.Store, x.cluster.Version, err))
+		}
+	} else if _, err := os.Stat(bin); err != nil {
+		return nil, x.infra("", "install", fmt.Errorf("store binary: %w", err))
+	}
+
+	x.proc, err = process.NewRun(process.RunOptions{StateDir: x.opts.StateDir, Keep: x.opts.Keep, Logger: x.log})
+	if err != nil {
+		return nil, x.infra("", "startup", err)
+	}
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+		defer cancel()
+		x.closeClients()
+		if cerr := x.proc.Close(tctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
+		}
+		if x.opts.Keep {
+			fmt.Fprintf(x.opts.Progress, "kept node data and logs in %s\n", x.proc.Dir())
+		}
+	}()
+
+	if err := x.startCluster(ctx, bin); err != nil {
+		x.copyLogs()
+		return nil, err
+	}
+	if err := x.openClients(ctx); err != nil {
+		x.copyLogs()
+		return nil, err
+	}
+	if err := x.preload(ctx); err != nil {
+		x.copyLogs()
+		return nil, err
+	}
+	res, err = x.play(ctx)
+	x.copyLogs()
+	return res, err
+}
+
+// infra wraps err as an InfraError about node (a name, or "").
+func (x *execution) infra(node, phase string, err error) error {
+	ie := &InfraError{Cluster: x.cluster.Name, Node: node, Phase: phase, Err: err}
+	if node != "" && x.proc != nil {
+		if n := x.proc.Node(node); n != nil {
+			ie.Log = x.keptLogPath(node)
+			ie.Tail = n.Tail(logTailLines)
+		}
+	}
+	return ie
+}
+
+// keptLogPath is where a node's log can be read after the run: the copy in
+// the output directory, or the original when there is no output directory.
+func (x *execution) keptLogPath(node string) string {
+	if x.opts.OutDir != "" {
+		return filepath.Join(x.opts.OutDir, "logs", node+".log")
+	}
+	_, p := x.proc.NodeDir(node)
+	return p
+}
+
+func (x *execution) note(key, value string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.notes == nil {
+		x.notes = map[string]string{}
+	}
+	x.notes[key] = value
+}
+
+// copyLogs copies every node's log into OutDir/logs, so they outlive the
+// run directory.
+func (x *execution) copyLogs() {
+	if x.opts.OutDir == "" || x.proc == nil {
+		return
+	}
+	dir := filepath.Join(x.opts.OutDir, "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		x.log.Warn("copy node logs", "err", err)
+		return
+	}
+	for _, n := range x.nodes {
+		if err := copyFile(n.LogPath(), filepath.Join(dir, n.Name()+".log")); err != nil {
+			x.log.Warn("copy node log", "node", n.Name(), "err", err)
+		}
+	}
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

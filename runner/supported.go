@@ -1,0 +1,46 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/coordlab/scenario/dsl"
+)
+
+// faultImplemented reports whether the runner can inject a fault kind.
+func faultImplemented(kind string) bool {
+	switch kind {
+	}
+	return false
+}
+
+// checkSupported refuses, by name and before anything starts, every feature
+// of a valid plan that the runner cannot run yet.
+func checkSupported(p *dsl.Plan) error {
+	var missing []string
+	if len(p.Clusters) != 1 {
+		missing = append(missing, fmt.Sprintf("%d clusters in one scenario (one cluster per scenario for now)", len(p.Clusters)))
+	}
+	for _, c := range p.Clusters {
+		if driverFor(c.Store) == nil {
+			missing = append(missing, fmt.Sprintf("store %q (cluster %q): only etcd runs for now", c.Store, c.Name))
+		}
+		if c.Provider != dsl.ProviderProcess {
+			missing = append(missing, fmt.Sprintf("provider %q (cluster %q): only local processes for now", c.Provider, c.Name))
+		}
+	}
+	if p.Network.Shaped() {
+		missing = append(missing, "network shaping (the network block sets rtt, jitter, loss or bandwidth): the network fabric is not implemented yet")
+	}
+	seen := map[string]bool{}
+	for _, e := range p.Events {
+		if e.Kind != dsl.EventFaultInject || faultImplemented(e.Fault.Kind) || seen[e.Fault.Kind] {
+			continue
+		}
+		seen[e.Fault.Kind] = true
+		missing = append(missing, fmt.Sprintf("fault kind %q (first used by fault %q)", e.Fault.Kind, e.Fault.ID))
+	}
+	if len(missing) > 0 {
+		return &UnsupportedError{Features: missing}
+	}
+	return nil
+}
