@@ -122,7 +122,8 @@ func (x *execution) preload(ctx context.Context) error {
 			continue
 		}
 		discard := func() metrics.Sink { return discardSink{} }
-		eng, err := workload.New(w, x.clients[w.Name], discard, time.Now(), workload.WithLogger(x.log))
+		base := time.Now()
+		eng, err := workload.New(w, x.clients[w.Name], discard, base, workload.WithLogger(x.log), x.recordHistory(w.Name, base))
 		if err != nil {
 			return err
 		}

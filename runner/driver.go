@@ -21,6 +21,9 @@ type driver interface {
 	waitReady(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) error
 	newClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, error)
 	newPoller(eps []stores.Endpoint) (poller, error)
+	// strongRead is the store's linearizable read mode, with which
+	// acknowledged writes are read back.
+	strongRead() string
 }
 
 // poller asks every node for its status; see etcd.StatusPoller.
@@ -62,3 +65,5 @@ func (etcdDriver) newClient(ctx context.Context, opts stores.ClientOptions) (sto
 func (etcdDriver) newPoller(eps []stores.Endpoint) (poller, error) {
 	return etcd.NewStatusPoller(eps)
 }
+
+func (etcdDriver) strongRead() string { return "linearizable" }

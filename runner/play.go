@@ -22,13 +22,15 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		return nil, x.infra("", "startup", fmt.Errorf("status poller: %w", err))
 	}
 	defer pl.Close()
+	x.poller = pl
 
 	// A short lead lets every goroutine be waiting before offset 0.
 	x.base = time.Now().Add(50 * time.Millisecond)
 	x.coll = metrics.NewCollector(x.plan.Phases, x.plan.Workloads, x.base)
 	x.engines = map[string]*workload.Engine{}
 	for _, w := range x.plan.Workloads {
-		eng, err := workload.New(w, x.clients[w.Name], x.coll.NewSink, x.base, workload.WithLogger(x.log))
+		eng, err := workload.New(w, x.clients[w.Name], x.coll.NewSink, x.base,
+			workload.WithLogger(x.log), x.recordHistory(w.Name, x.base))
 		if err != nil {
 			return nil, err
 		}
@@ -37,6 +39,7 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
+	x.faults = newFaultDriver(ctx, x)
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	bg.Go(func() { x.coll.Run(bgCtx) })
@@ -66,6 +69,11 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	loads.Wait()
 	close(loadErrs)
 	finished := time.Now()
+	// Every fault ends before the background stops, so that restarted nodes
+	// are watched and the leader they elect is seen.
+	fctx, cancel := context.WithTimeout(ctx, recoveryTimeout)
+	finishErr := x.faults.finish(fctx)
+	cancel()
 	stopBackground()
 	bg.Wait()
 	x.coll.Flush()
@@ -81,15 +89,32 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	if walkErr != nil && !errors.Is(walkErr, context.Canceled) {
 		errs = append(errs, walkErr)
 	}
+	if finishErr != nil {
+		errs = append(errs, finishErr)
+	}
 	if len(errs) > 0 {
 		return nil, x.infra("", x.currentPhase(), errors.Join(errs...))
 	}
 
 	res := x.coll.Results()
 	x.describe(res, finished)
+	faultErr := x.faults.failovers(res)
+	if err := x.checkCorrectness(ctx, res); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		x.note("correctness", err.Error())
+		x.log.Warn("correctness checks did not run", "err", err)
+		res.Notes["correctness"] = err.Error()
+	}
 	evalChecks(x.plan, res)
 	if err := x.writeOutputs(res); err != nil {
 		return res, err
+	}
+	if faultErr != nil {
+		// The run measured something other than what the scenario asked
+		// for: its results are kept, but it does not count as a pass.
+		return res, x.infra("", "", fmt.Errorf("faults: %w", faultErr))
 	}
 	return res, nil
 }
@@ -121,9 +146,10 @@ func (x *execution) walk(ctx context.Context, stop context.CancelFunc) error {
 					return nil
 				}
 			}
-		case dsl.EventFaultInject, dsl.EventFaultRecover:
-			// checkSupported refused every fault kind that cannot be injected.
-			return fmt.Errorf("fault %q: kind %q is not implemented", ev.Fault.ID, ev.Fault.Kind)
+		case dsl.EventFaultInject:
+			x.faults.inject(ev)
+		case dsl.EventFaultRecover:
+			x.faults.recoverAt(ev)
 		}
 	}
 	return sleepUntil(ctx, timer, x.base.Add(x.plan.Duration.D()))
@@ -210,9 +236,6 @@ func (x *execution) watchNodes(ctx context.Context) {
 		}
 	}
 }
-
-// expectedDown reports whether a fault has taken node i down on purpose.
-func (x *execution) expectedDown(int) bool { return false }
 
 // describe fills in what the collector does not know.
 func (x *execution) describe(res *results.Results, finished time.Time) {

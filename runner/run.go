@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/checker"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/runner/results"
@@ -56,6 +57,10 @@ const (
 	// teardownTimeout bounds teardown, which runs on a fresh context so that
 	// Ctrl-C does not skip it.
 	teardownTimeout = 30 * time.Second
+	// teardownGrace is how long teardown waits after SIGTERM. Short: an
+	// etcd leader stopped with its peers tries to hand over leadership
+	// to members that are going away too, and waits for nothing.
+	teardownGrace = 2 * time.Second
 	// preloadWriters is how many writers preload the keyspace at once.
 	preloadWriters = 32
 	// logTailLines is how much of a failed node's log an error quotes.
@@ -99,15 +104,22 @@ type execution struct {
 	eps     []stores.Endpoint
 	clients map[string]stores.Client
 
+	// epoch is the one clock of the recorded history: every engine's
+	// times are moved onto it.
+	epoch   time.Time
 	base    time.Time
 	coll    *metrics.Collector
 	engines map[string]*workload.Engine
+	poller  poller
+	faults  *faultDriver
+	rec     *checker.Recorder
 
 	mu     sync.Mutex
 	notes  map[string]string
 	abort  string // why the run stopped early, "" if it did not
 	phase  string // the phase in progress
 	leader int    // the last leader polled, 0 if none
+	downs  map[int]int // node -> faults that took it down on purpose
 }
 
 func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
@@ -128,7 +140,7 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		return nil, x.infra("", "install", fmt.Errorf("store binary: %w", err))
 	}
 
-	x.proc, err = process.NewRun(process.RunOptions{StateDir: x.opts.StateDir, Keep: x.opts.Keep, Logger: x.log})
+	x.proc, err = process.NewRun(process.RunOptions{StateDir: x.opts.StateDir, Keep: x.opts.Keep, Logger: x.log, StopGrace: teardownGrace})
 	if err != nil {
 		return nil, x.infra("", "startup", err)
 	}
@@ -152,6 +164,8 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		x.copyLogs()
 		return nil, err
 	}
+	x.epoch = time.Now()
+	x.rec = x.newRecorder()
 	if err := x.preload(ctx); err != nil {
 		x.copyLogs()
 		return nil, err

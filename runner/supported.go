@@ -9,6 +9,8 @@ import (
 // faultImplemented reports whether the runner can inject a fault kind.
 func faultImplemented(kind string) bool {
 	switch kind {
+	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart, dsl.FaultPause, dsl.FaultDisk:
+		return true
 	}
 	return false
 }

@@ -95,13 +95,17 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 			Progress:     stderr,
 			Live:         isTerminal(stderr),
 		})
+		if res != nil {
+			// Results exist even when a fault could not be applied: show
+			// what was measured before saying why the run does not count.
+			if err := results.WriteSummary(stdout, res, isTerminal(stdout)); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "results: %s\n", dir)
+		}
 		if err != nil {
 			return runError(cmd.Context(), err)
 		}
-		if err := results.WriteSummary(stdout, res, isTerminal(stdout)); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "results: %s\n", dir)
 		if !res.Passed() {
 			failed++
 			if f.abortOnFail && res.Notes["aborted"] != "" {

@@ -374,3 +374,16 @@ func (c *Collector) FirstWriteAfter(t time.Duration) (d time.Duration, ok bool) 
 	}
 	return w - t, true
 }
+
+// WriteOutage returns the stretch without a successful write that contains
+// t: from the last write completed before t (or the run's start) to the
+// first completed at or after it. ok is false when no write completed
+// after t, in which case end is meaningless.
+func (c *Collector) WriteOutage(t time.Duration) (start, end time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.merge()
+	start, _ = c.writes.log.lastBefore(t)
+	end, ok = c.writes.log.firstAfter(t)
+	return start, end, ok
+}

@@ -343,6 +343,32 @@ func TestFirstWriteAfter(t *testing.T) {
 	}
 }
 
+func TestWriteOutage(t *testing.T) {
+	c := newTestCollector(span("p", 0, 20*s))
+	record(c,
+		put(1*s, 1*s, 1*s+10*ms, ""),
+		put(2*s, 2*s, 2*s+20*ms, ""),
+		put(3*s, 3*s, 6*s+300*ms, ""),
+		put(4*s, 4*s, 4*s+1, dsl.ErrTimeout),
+	)
+	tests := []struct {
+		at         time.Duration
+		start, end time.Duration
+		ok         bool
+	}{
+		{500 * ms, 0, 1*s + 10*ms, true},
+		{2*s + 500*ms, 2*s + 20*ms, 6*s + 300*ms, true},
+		{2*s + 20*ms, 1*s + 10*ms, 2*s + 20*ms, true},
+		{7 * s, 6*s + 300*ms, 0, false},
+	}
+	for _, tt := range tests {
+		start, end, ok := c.WriteOutage(tt.at)
+		if start != tt.start || ok != tt.ok || (ok && end != tt.end) {
+			t.Errorf("WriteOutage(%v) = %v, %v, %v; want %v, %v, %v", tt.at, start, end, ok, tt.start, tt.end, tt.ok)
+		}
+	}
+}
+
 func TestSeries(t *testing.T) {
 	c := newTestCollector(span("p", 0, 3*s))
 	var samples []Sample

@@ -88,6 +88,18 @@ func (w *writeLog) firstAfter(t time.Duration) (time.Duration, bool) {
 	return 0, false
 }
 
+// lastBefore returns the latest write strictly before t.
+func (w *writeLog) lastBefore(t time.Duration) (time.Duration, bool) {
+	var buf []time.Duration
+	for k := min(secondOf(t), len(w.chunks)-1); k >= 0; k-- {
+		buf = w.chunks[k].times(k, buf)
+		if i, _ := slices.BinarySearch(buf, t); i > 0 {
+			return buf[i-1], true
+		}
+	}
+	return 0, false
+}
+
 // gapScan computes the longest stretches without a write, per phase and
 // over the whole run, from write times fed in increasing order. Every
 // phase's own start and end count as boundaries: a phase in which nothing

@@ -323,7 +323,7 @@ func (n *Node) Stop(ctx context.Context, grace time.Duration) error {
 	case <-exited:
 		return nil
 	case <-t.C:
-		n.run.log.Warn("node still running after SIGTERM; killing", "node", n.name, "grace", grace)
+		n.run.log.Info("node still running after SIGTERM; killing", "node", n.name, "grace", grace)
 	case <-ctx.Done():
 	}
 	if err := n.kill(); err != nil {

@@ -211,9 +211,37 @@ type Failover struct {
 	// TimeToWriteMS is the time from AppliedMS to the completion of the first
 	// successful write after it; null if there was none.
 	TimeToWriteMS *float64 `json:"time_to_write_ms"`
+	// LagMS is AppliedMS - PlannedMS: how late the fault took effect
+	// (target resolution, signals, a graceful stop's wait); null if it
+	// never did.
+	LagMS *float64 `json:"lag_ms"`
+	// Unavailable is the stretch without a successful write around the
+	// fault: from the last write completed before AppliedMS to the first
+	// completed after it; null when no write completed after the fault.
+	Unavailable *Window `json:"unavailable"`
+	// Disk is what a disk fault's competing writers did; disk faults only.
+	Disk *DiskLoad `json:"disk,omitempty"`
 	// Error says why the fault could not be applied or undone, if it could
 	// not.
 	Error string `json:"error,omitempty"`
+}
+
+// Window is a stretch of the run, from its start.
+type Window struct {
+	StartMS float64 `json:"start_ms"`
+	EndMS   float64 `json:"end_ms"`
+}
+
+// DiskLoad summarises a disk fault's competing writers over every target.
+type DiskLoad struct {
+	// Writes and Bytes count what the writers wrote.
+	Writes int64 `json:"writes"`
+	Bytes  int64 `json:"bytes"`
+	// FsyncP50MS, FsyncP99MS and FsyncMaxMS are the fsync latencies the
+	// writers themselves saw (0 when they did not fsync).
+	FsyncP50MS float64 `json:"fsync_p50_ms"`
+	FsyncP99MS float64 `json:"fsync_p99_ms"`
+	FsyncMaxMS float64 `json:"fsync_max_ms"`
 }
 
 // Series is the per-second time series of one workload's op.

@@ -30,6 +30,8 @@ func WriteSummary(w io.Writer, r *Results, color bool) error {
 	sw := &summaryWriter{w: w, color: color}
 	sw.header(r)
 	sw.table(r)
+	sw.correctness(r)
+	sw.notes(r)
 	sw.checks(r)
 	if sw.err != nil {
 		return fmt.Errorf("write summary: %w", sw.err)
@@ -161,6 +163,46 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 	s.printf("\n")
 }
 
+func (s *summaryWriter) correctness(r *Results) {
+	c := r.Correctness
+	if c == nil {
+		return
+	}
+	verdict := "unknown"
+	if c.Linearizable != nil {
+		verdict = map[bool]string{true: "yes", false: s.paint(ansiRed, "NO")}[*c.Linearizable]
+	}
+	lost := "not checked"
+	if c.LostWrites != nil {
+		lost = fmt.Sprint(*c.LostWrites)
+		if *c.LostWrites > 0 {
+			lost = s.paint(ansiRed, lost)
+		}
+	}
+	s.printf("correctness: linearizable %s, lost writes %s\n", verdict, lost)
+	if c.Detail != "" {
+		s.printf("  %s\n", c.Detail)
+	}
+	if c.Visualization != "" {
+		s.printf("  evidence: %s\n", c.Visualization)
+	}
+	s.printf("\n")
+}
+
+// notes prints what the run noticed that fits no table: unexpected node
+// exits, an early stop, checks that could not run.
+func (s *summaryWriter) notes(r *Results) {
+	keys := sortedKeys(r.Notes)
+	if len(keys) == 0 {
+		return
+	}
+	s.printf("notes:\n")
+	for _, k := range keys {
+		s.printf("  %s: %s\n", k, r.Notes[k])
+	}
+	s.printf("\n")
+}
+
 func (s *summaryWriter) checks(r *Results) {
 	if len(r.Checks) == 0 {
 		s.printf("no checks\n")
@@ -210,6 +252,9 @@ func failoverOutcome(f Failover) string {
 		return "not applied"
 	}
 	parts := []string{"applied at " + fmtDuration(*f.AppliedMS)}
+	if f.LagMS != nil {
+		parts[0] += " (lag " + fmtDuration(*f.LagMS) + ")"
+	}
 	if f.TimeToLeaderMS != nil {
 		parts = append(parts, "new leader after "+fmtDuration(*f.TimeToLeaderMS))
 	}
@@ -218,8 +263,15 @@ func failoverOutcome(f Failover) string {
 	} else {
 		parts = append(parts, "no write after it")
 	}
+	if u := f.Unavailable; u != nil {
+		parts = append(parts, fmt.Sprintf("no write from %s to %s (%s)", fmtDuration(u.StartMS), fmtDuration(u.EndMS), fmtDuration(u.EndMS-u.StartMS)))
+	}
 	if f.RecoveredMS != nil {
 		parts = append(parts, "recovered at "+fmtDuration(*f.RecoveredMS))
+	}
+	if d := f.Disk; d != nil {
+		parts = append(parts, fmt.Sprintf("contender wrote %d blocks, %.0f MiB, fsync p50 %s p99 %s max %s",
+			d.Writes, float64(d.Bytes)/(1<<20), fmtMS(d.FsyncP50MS), fmtMS(d.FsyncP99MS), fmtMS(d.FsyncMaxMS)))
 	}
 	if f.Error != "" {
 		parts = append(parts, "error: "+f.Error)

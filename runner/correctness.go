@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/checker"
+	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/runner/workload"
+	"github.com/coordlab/scenario/stores"
+)
+
+const (
+	// sampleKeys is how many distinct keys the history keeps every
+	// operation of. Checking cost grows with operations per key, not keys.
+	sampleKeys = 200
+	// linearizabilityTimeout bounds the checker; past it the verdict is
+	// unknown, never a pass.
+	linearizabilityTimeout = time.Minute
+	// recoveryTimeout bounds the wait for a whole, healthy cluster before
+	// acknowledged writes are read back.
+	recoveryTimeout = time.Minute
+	// readBackTimeout bounds one read of the lost-write check.
+	readBackTimeout = 5 * time.Second
+)
+
+// newRecorder returns the history recorder of a run. Reads of workloads
+// with a weaker consistency than the store's strongest may be stale by
+// design, so only their writes are kept.
+func (x *execution) newRecorder() *checker.Recorder {
+	rec := checker.NewRecorder(sampleKeys)
+	for _, w := range x.plan.Workloads {
+		if w.Consistency != "" && w.Consistency != x.drv.strongRead() {
+			rec.Exclude(w.Name)
+		}
+	}
+	return rec
+}
+
+// recordHistory returns a workload.WithHistory option that records the
+// workload's operations, its engine's clock starting at base. Every
+// engine's times are moved onto one clock, the run's epoch, so that preload
+// writes and timeline operations order correctly.
+func (x *execution) recordHistory(w string, base time.Time) workload.Option {
+	shift := base.Sub(x.epoch)
+	return workload.WithHistory(func(op workload.HistoryOp) {
+		op.Call += shift
+		op.Return += shift
+		x.rec.Record(w, op)
+	})
+}
+
+// checkCorrectness waits for the cluster to be whole again, then checks the
+// recorded history for linearizability and reads back every acknowledged
+// write of it. It fills res.Correctness and writes the evidence of a
+// failure next to the results. An error means the checks could not run.
+func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) error {
+	h := x.rec.History()
+	res.Correctness = &results.Correctness{}
+	if len(h) == 0 {
+		res.Correctness.Detail = "no operation on a sampled key was recorded."
+		return nil
+	}
+
+	if p := x.outPath(""); p != "" {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("correctness evidence: %w", err)
+		}
+	}
+	lin, err := checker.CheckLinearizable(ctx, h, linearizabilityTimeout, x.outPath("linearizability.html"))
+	if err != nil {
+		return fmt.Errorf("linearizability check: %w", err)
+	}
+	if lin.Verdict == checker.Violation {
+		if err := x.writeJSON("linearizability-offending.json", lin.Offending); err != nil {
+			return err
+		}
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, recoveryTimeout)
+	defer cancel()
+	if err := x.drv.waitReady(rctx, x.eps, recoveryTimeout); err != nil {
+		return fmt.Errorf("cluster not healthy after the run, so acknowledged writes cannot be read back: %w", err)
+	}
+	cl, err := x.drv.newClient(rctx, stores.ClientOptions{
+		Endpoints: x.eps, Conns: 1, Consistency: x.drv.strongRead(), Timeout: readBackTimeout,
+		Workload: x.plan.Workloads[0],
+	})
+	if err != nil {
+		return fmt.Errorf("read back acknowledged writes: connect: %w", err)
+	}
+	defer cl.Close()
+	lost, err := checker.CheckLostWrites(rctx, h, func(ctx context.Context, key string) ([]byte, bool, error) {
+		r := cl.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: key})
+		return r.Value, r.Found, r.Err
+	})
+	if err != nil {
+		return fmt.Errorf("read back acknowledged writes: %w", err)
+	}
+	if lost.Lost > 0 {
+		if err := x.writeJSON("lost-writes.json", lost.Keys); err != nil {
+			return err
+		}
+	}
+	checker.Fill(res.Correctness, &lin, &lost)
+	if res.Correctness.Visualization != "" {
+		res.Correctness.Visualization = filepath.Base(res.Correctness.Visualization)
+	}
+	if n := x.rec.Skipped(); n > 0 {
+		res.Correctness.Detail += fmt.Sprintf(" %d operations on sampled keys were not checked (ranges, and reads of workloads with weaker consistency than %s).", n, x.drv.strongRead())
+	}
+	return nil
+}
+
+// outPath is a file in OutDir, or "" when there is no output directory.
+func (x *execution) outPath(name string) string {
+	if x.opts.OutDir == "" {
+		return ""
+	}
+	return filepath.Join(x.opts.OutDir, name)
+}
+
+func (x *execution) writeJSON(name string, v any) error {
+	p := x.outPath(name)
+	if p == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,295 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/runner/results"
+)
+
+const (
+	// resolveTimeout bounds how long a fault that targets the leader waits
+	// for one to be known (say, right after an earlier fault killed it).
+	resolveTimeout = 10 * time.Second
+	// resolveRetry is how often it looks again meanwhile.
+	resolveRetry = 50 * time.Millisecond
+	// statusTimeout bounds the fresh status poll a fault resolves against.
+	statusTimeout = 500 * time.Millisecond
+)
+
+// faultDriver plays the plan's fault events. Each occurrence runs in its own
+// goroutine, from injection to recovery, so that a slow injection (a graceful
+// stop waits up to its grace period) never delays the timeline.
+type faultDriver struct {
+	x   *execution
+	inj *faults.Injector
+	// ctx outlives every fault: scheduled restarts and disk writers run
+	// under it. It ends with the run's own context (Ctrl-C), and teardown
+	// then stops whatever is left.
+	ctx context.Context
+	wg  sync.WaitGroup
+
+	mu   sync.Mutex
+	byID map[string]*faultOcc
+	all  []*faultOcc // in injection order
+}
+
+// faultOcc is one occurrence of a fault.
+type faultOcc struct {
+	spec    dsl.FaultSpec
+	phase   string
+	recover chan struct{} // closed at the recover event (or at the end)
+	once    sync.Once
+
+	// Written by the occurrence's goroutine; read after wg.Wait.
+	leader    int // the leader when the fault fired, 0 if none
+	targets   []int
+	active    *faults.Active
+	recovered time.Time
+	err       error
+}
+
+func (o *faultOcc) signalRecover() { o.once.Do(func() { close(o.recover) }) }
+
+func newFaultDriver(ctx context.Context, x *execution) *faultDriver {
+	nodes := make([]faults.Node, len(x.nodes))
+	for i, n := range x.nodes {
+		nodes[i] = n
+	}
+	return &faultDriver{
+		x:    x,
+		inj:  faults.NewInjector(nodes, faults.Options{Logger: x.log}),
+		ctx:  ctx,
+		byID: map[string]*faultOcc{},
+	}
+}
+
+// inject starts the occurrence ev describes and returns at once.
+func (d *faultDriver) inject(ev dsl.Event) {
+	o := &faultOcc{spec: *ev.Fault, phase: ev.Phase, recover: make(chan struct{})}
+	d.mu.Lock()
+	d.byID[o.spec.ID] = o
+	d.all = append(d.all, o)
+	d.mu.Unlock()
+	d.wg.Go(func() { d.play(o) })
+}
+
+// recoverAt signals the recovery of the occurrence ev names.
+func (d *faultDriver) recoverAt(ev dsl.Event) {
+	d.mu.Lock()
+	o := d.byID[ev.Fault.ID]
+	d.mu.Unlock()
+	if o != nil {
+		o.signalRecover()
+	}
+}
+
+// finish recovers every fault still in effect, including kills with no
+// restart, so that the cluster is whole for the correctness checks, and
+// waits for every occurrence to end.
+func (d *faultDriver) finish(ctx context.Context) error {
+	d.mu.Lock()
+	for _, o := range d.all {
+		o.signalRecover()
+	}
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		d.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("recover faults: %w", context.Cause(ctx))
+	}
+}
+
+func (d *faultDriver) play(o *faultOcc) {
+	log := d.x.log.With("fault", o.spec.ID, "kind", o.spec.Kind)
+	o.targets, o.leader, o.err = d.resolve(o)
+	if o.err != nil {
+		log.Warn("fault not injected", "err", o.err)
+		return
+	}
+	takesDown := downKind(o.spec.Kind)
+	if takesDown {
+		// Before the signal, so the node watcher never reports the exit as
+		// unexpected.
+		d.x.expectDown(o.targets, 1)
+	}
+	o.active, o.err = d.inj.Inject(d.ctx, o.spec, o.targets)
+	if o.err != nil {
+		if takesDown {
+			d.x.expectDown(o.targets, -1)
+		}
+		log.Warn("fault not injected", "err", o.err)
+		return
+	}
+	select {
+	case <-o.recover:
+	case <-d.ctx.Done():
+		return
+	}
+	if err := o.active.Recover(d.ctx); err != nil {
+		o.err = err
+		log.Warn("fault not recovered", "err", err)
+		return
+	}
+	o.recovered = time.Now()
+	if takesDown {
+		d.x.expectDown(o.targets, -1)
+	}
+}
+
+// resolve picks the occurrence's targets from a fresh look at the cluster.
+// A target that needs the leader waits, up to resolveTimeout, for one to be
+// known.
+func (d *faultDriver) resolve(o *faultOcc) ([]int, int, error) {
+	deadline := time.Now().Add(resolveTimeout)
+	for {
+		v := d.x.view(d.ctx)
+		targets, err := faults.Resolve(o.spec.Target, v, occurrence(o.spec.ID))
+		if err == nil {
+			return targets, v.Leader, nil
+		}
+		if !errors.Is(err, faults.ErrNoLeader) || time.Now().After(deadline) {
+			return nil, 0, err
+		}
+		select {
+		case <-d.ctx.Done():
+			return nil, 0, d.ctx.Err()
+		case <-o.recover:
+			return nil, 0, fmt.Errorf("%w until the fault's window ended", err)
+		case <-time.After(resolveRetry):
+		}
+	}
+}
+
+// occurrence is the k of a repeated fault's ID "phase/name#k", 0 otherwise.
+func occurrence(id string) int {
+	_, k, ok := strings.Cut(id, "#")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(k)
+	return n
+}
+
+// downKind reports whether a fault kind makes its targets' processes exit.
+func downKind(kind string) bool {
+	switch kind {
+	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart:
+		return true
+	}
+	return false
+}
+
+// view is what the runner knows of the cluster now: which nodes run, and
+// the leader by a fresh poll (the background poll may be 100 ms old, and a
+// fault that targets the leader must not hit the one just deposed).
+func (x *execution) view(ctx context.Context) faults.View {
+	v := faults.View{Nodes: len(x.nodes), Placement: x.cluster.Placement, Up: make([]bool, len(x.nodes))}
+	for i, n := range x.nodes {
+		v.Up[i] = n.Running()
+	}
+	var term uint64
+	for _, s := range x.poller.Poll(ctx, statusTimeout) {
+		if s.Err == nil && s.IsLeader && s.Term >= term && v.Up[s.Node-1] {
+			v.Leader, term = s.Node, s.Term
+		}
+	}
+	return v
+}
+
+// expectDown counts a fault in (delta 1) or out (-1) of the reasons each
+// node may be down.
+func (x *execution) expectDown(nodes []int, delta int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.downs == nil {
+		x.downs = map[int]int{}
+	}
+	for _, n := range nodes {
+		x.downs[n] += delta
+	}
+}
+
+// expectedDown reports whether a fault has taken node i down on purpose.
+func (x *execution) expectedDown(i int) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.downs[i] > 0
+}
+
+// failovers records every occurrence in res, with what the collector saw
+// after it. It returns the errors of faults that could not be applied or
+// undone.
+func (d *faultDriver) failovers(res *results.Results) error {
+	var errs []error
+	for _, o := range d.all {
+		f := results.Failover{
+			FaultID:   o.spec.ID,
+			Kind:      o.spec.Kind,
+			PlannedMS: results.MS(o.spec.Start.D()),
+		}
+		for _, t := range o.targets {
+			f.Targets = append(f.Targets, d.x.nodes[t-1].Name())
+		}
+		if o.err != nil {
+			f.Error = o.err.Error()
+			errs = append(errs, fmt.Errorf("phase %q: %w", o.phase, o.err))
+		}
+		if o.active != nil {
+			d.measure(&f, o)
+		}
+		if err := res.AddFailover(o.phase, f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
+	x := d.x
+	applied := o.active.AppliedAt().Sub(x.base)
+	f.AppliedMS = msPtr(applied)
+	f.LagMS = msPtr(applied - o.spec.Start.D())
+	if !o.recovered.IsZero() && (o.spec.Duration > 0 || o.spec.Kind == dsl.FaultRestart) {
+		f.RecoveredMS = msPtr(o.recovered.Sub(x.base))
+	}
+	// A leader the fault took away does not count as the new one.
+	excluded := 0
+	if o.spec.Kind != dsl.FaultDisk && slices.Contains(o.targets, o.leader) {
+		excluded = o.leader
+	}
+	if dl, ok := x.coll.Leader().FirstLeaderAfter(applied, excluded); ok {
+		f.TimeToLeaderMS = msPtr(dl)
+	}
+	if dw, ok := x.coll.FirstWriteAfter(applied); ok {
+		f.TimeToWriteMS = msPtr(dw)
+	}
+	if start, end, ok := x.coll.WriteOutage(applied); ok {
+		f.Unavailable = &results.Window{StartMS: results.MS(start), EndMS: results.MS(end)}
+	}
+	if s, ok := o.active.DiskStats(); ok {
+		f.Disk = &results.DiskLoad{
+			Writes: s.Writes, Bytes: s.Bytes,
+			FsyncP50MS: results.MS(s.FsyncP50), FsyncP99MS: results.MS(s.FsyncP99), FsyncMaxMS: results.MS(s.FsyncMax),
+		}
+	}
+}
+
+func msPtr(d time.Duration) *float64 {
+	v := results.MS(d)
+	return &v
+}
