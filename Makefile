@@ -22,7 +22,7 @@ test-unit:
 	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /runner$$ -e /runner/process -e /cmd/scenario)
 
 test-integration:
-	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./runner/process/ ./cmd/scenario/
+	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./runner/process/ ./runner/ ./cmd/scenario/
 
 # Benchmarks: our closed-loop engine against etcd's own benchmark tool on one
 # cluster, reported as ratios.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -221,6 +222,8 @@ func TestFmtRewrites(t *testing.T) {
 func examples(t *testing.T) []string {
 	t.Helper()
 	paths, err := filepath.Glob("../../examples/*.hcl")
+	scenarios, serr := filepath.Glob("../../scenarios/*.hcl")
+	paths, err = append(paths, scenarios...), errors.Join(err, serr)
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}

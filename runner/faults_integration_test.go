@@ -1,0 +1,287 @@
+package runner
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/results"
+)
+
+// These tests run real 3-node etcd clusters with faults injected along the
+// timeline and assert what the results say about them.
+
+const faultCluster = `
+cluster "main" {
+  store = "etcd"
+  nodes = 3
+  etcd {
+    heartbeat_interval = "100ms"
+    election_timeout   = "1000ms"
+  }
+}
+
+workload "w" {
+  mix      = { put = 0.7, get = 0.3 }
+  keyspace = 200
+  clients  = 6
+  timeout  = "2s"
+}
+`
+
+// runScenario compiles src and runs it, failing the test on any error.
+func runScenario(t *testing.T, src string) *results.Results {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped in -short mode: starts a real 3-node etcd (built from its Go module on first use, about two minutes)")
+	}
+	build, diags := dsl.Load(hclparse.NewParser(), "test.hcl", []byte(src), dsl.VarOptions{})
+	if diags.HasErrors() {
+		t.Fatalf("scenario: %s", diags.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	state, out := t.TempDir(), t.TempDir()
+	res, err := Run(ctx, build.Plans[0], Options{
+		OutDir:   out,
+		StateDir: state,
+		Logger:   slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if runs, _ := os.ReadDir(filepath.Join(state, "runs")); len(runs) > 0 {
+		t.Errorf("left behind in the state directory: %v", runs)
+	}
+	for k, v := range res.Notes {
+		if strings.HasPrefix(k, "node.") || k == "correctness" {
+			t.Errorf("note %s: %s", k, v)
+		}
+	}
+	if c := res.Correctness; c == nil || c.Linearizable == nil || !*c.Linearizable || c.LostWrites == nil || *c.LostWrites != 0 {
+		t.Errorf("correctness: %+v", c)
+	}
+	return res
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func phase(t *testing.T, res *results.Results, name string) *results.Phase {
+	t.Helper()
+	p, ok := res.Phase(name)
+	if !ok {
+		t.Fatalf("no phase %q in the results", name)
+	}
+	return p
+}
+
+func failover(t *testing.T, p *results.Phase, n int) []results.Failover {
+	t.Helper()
+	if len(p.Failovers) != n {
+		t.Fatalf("phase %s: %d failovers, want %d: %+v", p.Name, len(p.Failovers), n, p.Failovers)
+	}
+	for _, f := range p.Failovers {
+		if f.Error != "" || f.AppliedMS == nil {
+			t.Errorf("fault %s: applied %v, error %q", f.FaultID, f.AppliedMS, f.Error)
+		}
+		// A graceful stop takes effect when the node has exited, which
+		// etcd takes about a second to do; the rest act at once.
+		limit := 500.0
+		if f.Kind == dsl.FaultStop || f.Kind == dsl.FaultRestart {
+			limit = 5000
+		}
+		if f.LagMS != nil && *f.LagMS > limit {
+			t.Errorf("fault %s took effect %.0f ms late", f.FaultID, *f.LagMS)
+		}
+	}
+	return p.Failovers
+}
+
+func TestLeaderKill(t *testing.T) {
+	res := runScenario(t, faultCluster+`
+phase "before" {
+  duration = "3s"
+  load "w" {}
+}
+
+phase "kill" {
+  duration = "10s"
+  load "w" {}
+  fault "kill" {
+    target        = "leader"
+    at            = "2s"
+    restart_after = "5s"
+  }
+}
+
+phase "after" {
+  duration = "3s"
+  load "w" {}
+}
+`)
+	kill := phase(t, res, "kill")
+	f := failover(t, kill, 1)[0]
+	if kill.Elections < 1 {
+		t.Errorf("elections = %d, want >= 1", kill.Elections)
+	}
+	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > 5000 {
+		t.Errorf("time to a new leader = %v ms, want one within 5 s", f.TimeToLeaderMS)
+	}
+	// Followers campaign a randomised 1-2 election timeouts after the last
+	// heartbeat they got, so writes stop for at least about one election
+	// timeout less a heartbeat, and on a healthy machine not for seconds.
+	if f.Unavailable == nil {
+		t.Fatalf("no write after the kill")
+	}
+	if gap := f.Unavailable.EndMS - f.Unavailable.StartMS; gap < 800 || gap > 5000 {
+		t.Errorf("write gap %.0f ms, want between 800 ms (election timeout less a heartbeat) and 5 s", gap)
+	}
+	if f.RecoveredMS == nil {
+		t.Errorf("killed leader was not restarted")
+	}
+	if a := phase(t, res, "after").Availability; a == nil || *a < 0.99 {
+		t.Errorf("availability after the restart = %v, want >= 0.99", a)
+	}
+}
+
+// TestFollowerPause pauses a follower for longer than the election
+// timeout. The cluster must not notice: no election, the leader unchanged,
+// writes committed all along. Clients do notice: clientv3 balances requests
+// over every member, so those sent to the paused one hang until their
+// timeout; the test asserts that this is all the run records as failures.
+func TestFollowerPause(t *testing.T) {
+	res := runScenario(t, faultCluster+`
+phase "pause" {
+  duration = "8s"
+  load "w" {}
+  fault "pause" {
+    target   = "follower"
+    at       = "2s"
+    duration = "4s"
+  }
+}
+
+phase "after" {
+  duration = "3s"
+  load "w" {}
+}
+`)
+	p := phase(t, res, "pause")
+	f := failover(t, p, 1)[0]
+	if f.RecoveredMS == nil {
+		t.Errorf("paused follower was not resumed")
+	}
+	if p.Elections != 0 {
+		t.Errorf("elections = %d, want 0: a paused follower must not cost the leader", p.Elections)
+	}
+	if p.NoLeaderMS != 0 {
+		t.Errorf("no leader for %.0f ms, want 0", p.NoLeaderMS)
+	}
+	for class, n := range p.Total.ErrorsBy {
+		if class != dsl.ErrTimeout && n > 0 {
+			t.Errorf("%d %s errors: only requests stuck on the paused member may fail, by timeout", n, class)
+		}
+	}
+	if p.Availability == nil {
+		t.Fatal("no availability")
+	}
+	t.Logf("availability during the pause %.2f%%, longest write gap %.0f ms", 100**p.Availability, *p.MaxGapMS)
+	if a := phase(t, res, "after").Availability; a == nil || *a < 0.999 {
+		t.Errorf("availability after the resume = %v, want no loss", a)
+	}
+}
+
+func TestStopRestartAndRepetition(t *testing.T) {
+	res := runScenario(t, faultCluster+`
+phase "stop" {
+  duration = "6s"
+  load "w" {}
+  fault "stop" {
+    target        = "follower"
+    at            = "1s"
+    restart_after = "3s"
+  }
+}
+
+phase "restart" {
+  duration = "5s"
+  load "w" {}
+  fault "restart" {
+    target = "leader"
+    at     = "1s"
+  }
+}
+
+phase "repeat" {
+  duration = "9s"
+  load "w" {}
+  fault "kill" {
+    target        = "random"
+    at            = "1s"
+    every         = "3s"
+    restart_after = "1500ms"
+  }
+}
+`)
+	failover(t, phase(t, res, "stop"), 1)
+	restart := failover(t, phase(t, res, "restart"), 1)[0]
+	if restart.TimeToWriteMS == nil || *restart.TimeToWriteMS > 5000 {
+		t.Errorf("restart of the leader: first write after %v ms", restart.TimeToWriteMS)
+	}
+	repeat := failover(t, phase(t, res, "repeat"), 3)
+	for i, f := range repeat {
+		if want := "repeat/kill#" + string(rune('1'+i)); f.FaultID != want {
+			t.Errorf("occurrence %d is %s, want %s", i, f.FaultID, want)
+		}
+		if f.RecoveredMS == nil || *f.RecoveredMS-*f.AppliedMS < 1000 {
+			t.Errorf("%s: applied %v, recovered %v: want a restart 1.5 s later", f.FaultID, *f.AppliedMS, f.RecoveredMS)
+		}
+	}
+}
+
+func TestDiskContention(t *testing.T) {
+	res := runScenario(t, strings.Replace(faultCluster, `mix      = { put = 0.7, get = 0.3 }`, `mix      = { put = 1 }`, 1)+`
+phase "quiet" {
+  duration = "5s"
+  load "w" {}
+}
+
+phase "contended" {
+  duration = "8s"
+  load "w" {}
+  fault "disk" {
+    target      = "leader"
+    block_size  = "1MiB"
+    fsync       = true
+    parallelism = 2
+    at          = "1s"
+    duration    = "6s"
+  }
+}
+`)
+	f := failover(t, phase(t, res, "contended"), 1)[0]
+	if f.Disk == nil || f.Disk.Writes == 0 || f.Disk.FsyncP99MS <= 0 {
+		t.Fatalf("disk contender stats: %+v", f.Disk)
+	}
+	quiet, contended := phase(t, res, "quiet").Total.Latency, phase(t, res, "contended").Total.Latency
+	if quiet == nil || contended == nil {
+		t.Fatalf("no latencies: quiet %v, contended %v", quiet, contended)
+	}
+	t.Logf("put p99: quiet %.1f ms, contended %.1f ms (%.2fx); contender fsync p99 %.1f ms",
+		quiet.P99MS, contended.P99MS, contended.P99MS/quiet.P99MS, f.Disk.FsyncP99MS)
+	if contended.P99MS <= quiet.P99MS {
+		t.Errorf("put p99 did not rise under disk contention: quiet %.1f ms, contended %.1f ms", quiet.P99MS, contended.P99MS)
+	}
+}
