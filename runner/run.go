@@ -116,9 +116,9 @@ type execution struct {
 
 	mu     sync.Mutex
 	notes  map[string]string
-	abort  string // why the run stopped early, "" if it did not
-	phase  string // the phase in progress
-	leader int    // the last leader polled, 0 if none
+	abort  string      // why the run stopped early, "" if it did not
+	phase  string      // the phase in progress
+	leader int         // the last leader polled, 0 if none
 	downs  map[int]int // node -> faults that took it down on purpose
 }
 

@@ -321,4 +321,3 @@ func (w *watchWriter) String() string {
 	defer w.mu.Unlock()
 	return w.buf.String()
 }
-
