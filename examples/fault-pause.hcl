@@ -1,4 +1,4 @@
-# pause freezes a node (SIGSTOP, or the cgroup freezer) and thaws it after
+# pause freezes a node (SIGSTOP to its process group) and thaws it after
 # `duration`: the process keeps its sockets but answers nothing, like a long
 # GC pause or a stalled VM. A paused leader is the classic cause of a stale
 # leader serving reads after its lease expired.

@@ -249,6 +249,11 @@ func (x *execution) describe(res *results.Results, finished time.Time) {
 	for _, w := range x.plan.Workloads {
 		res.Seeds["workload."+w.Name] = w.Seed
 	}
+	for _, e := range x.plan.Events {
+		if e.Kind == dsl.EventFaultInject && e.Fault.Target.Seed != 0 {
+			res.Seeds["fault."+e.Fault.ID] = e.Fault.Target.Seed
+		}
+	}
 	for _, p := range x.plan.Point {
 		res.Point = append(res.Point, results.SweepValue{Variable: p.Variable, Value: p.Value})
 	}

@@ -18,6 +18,11 @@ type Op struct {
 	Value []byte // put, txn
 	End   string // range: exclusive end key; empty means a prefix range on Key
 	Limit int    // range: maximum keys returned, 0 = no limit
+	// Client is the id of the workload client sending the op. A store
+	// client with several connections sends each client's ops over one of
+	// them, as etcd's benchmark pins its clients: spreading one client's
+	// requests over every connection costs measurably more CPU per request.
+	Client int
 }
 
 // Result is what came back. Err is nil on success; on failure Class says why.

@@ -158,6 +158,8 @@ func TestExitCodes(t *testing.T) {
 			stderr: []*regexp.Regexp{location(bad, 23), regexp.MustCompile(`1 of 2 file\(s\) invalid`)}},
 		{name: "validate with an undeclared -var", args: []string{"validate", "../../examples/etcd-geo.hcl", "--var", "electon_timeout=2s"}, code: exitInvalid,
 			stderr: []*regexp.Regexp{regexp.MustCompile(`Did you mean "election_timeout"\?`)}},
+		{name: "validate with a one-dash -var", args: []string{"validate", "../../examples/etcd-geo.hcl", "-var", "election_timeout=2s", "-var=heartbeat_interval=200ms"}, code: exitOK,
+			stdout: []string{"etcd-geo.hcl: valid"}, noStderr: true},
 		{name: "validate a missing file", args: []string{"validate", filepath.Join(dir, "nope.hcl")}, code: exitInvalid,
 			stderr: []*regexp.Regexp{regexp.MustCompile(`read scenario: open .*nope\.hcl: no such file`)}},
 		{name: "plan a bad file", args: []string{"plan", bad}, code: exitInvalid,

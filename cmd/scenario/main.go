@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -58,7 +59,7 @@ func main() {
 // execute runs the CLI with args and returns the exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(terraformStyleFlags(args))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
@@ -77,7 +78,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 const exitCodesHelp = `Exit codes:
   0  success: every check passed
-  1  a check failed (or fmt --check found unformatted files, compare found a regression)
+  1  a check failed (or fmt --check found unformatted files)
   2  invalid input: the scenario or the command line is wrong (diagnostics say where)
   3  infrastructure failure: a store binary is missing, a cluster did not come up
   130 interrupted (Ctrl-C); everything started is still cleaned up`
@@ -117,4 +118,26 @@ func newVersionCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// terraformStyleFlags accepts -var and -var-file with one dash, as Terraform
+// and Packer spell them and as our users type them; pflag would read "-var"
+// as the shorthands -v -a -r.
+func terraformStyleFlags(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		if name == "-var" || name == "-var-file" {
+			a = "-" + name
+			if hasValue {
+				a += "=" + value
+			}
+		}
+		out[i] = a
+	}
+	return out
 }

@@ -109,13 +109,13 @@ func TestRunIntegration(t *testing.T) {
 	skipShort(t)
 	state := t.TempDir()
 
-	t.Run("passing checks exit 0 and write every output", func(t *testing.T) {
+	t.Run("examples/etcd-smoke.hcl passes and writes every output", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
-		code, stdout, stderr := run(t, "run", writeScenario(t, "pass.hcl", smokeScenario(passingCheck)), "--out", out, "--state-dir", state)
+		code, stdout, stderr := run(t, "run", "../../examples/etcd-smoke.hcl", "--out", out, "--state-dir", state)
 		if code != exitOK {
 			t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
-		for _, want := range []string{"steady", "PASS ", "available", "correctness: linearizable yes, lost writes 0", "results: " + out} {
+		for _, want := range []string{"steady", "PASS   available", "PASS   put latency", "correctness: linearizable yes, lost writes 0", "results: " + out} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("summary lacks %q:\n%s", want, stdout)
 			}
@@ -136,7 +136,7 @@ func TestRunIntegration(t *testing.T) {
 		if err := json.Unmarshal(b, &res); err != nil {
 			t.Fatalf("results.json: %v", err)
 		}
-		if res.SchemaVersion < 1 || len(res.Checks) != 1 || !res.Checks[0].Passed {
+		if res.SchemaVersion < 1 || len(res.Checks) != 2 || !res.Checks[0].Passed || !res.Checks[1].Passed {
 			t.Errorf("results.json: schema %d, checks %+v", res.SchemaVersion, res.Checks)
 		}
 		for _, f := range []string{"junit.xml", "hlog/kv.put.hlog", "hlog/kv.get.hlog", "logs/n1.log", "logs/n2.log", "logs/n3.log"} {

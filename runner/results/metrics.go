@@ -20,6 +20,10 @@ import "github.com/coordlab/scenario/dsl"
 //	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap and late_starts
 //	<scope>.workload.<w>.<op>.<stat>   one workload's op
 //	run.linearizable, run.lost_writes  the history checker's verdict
+//
+// Checks can name only the paths the dsl's metric tree declares (see
+// dsl.PhaseStats and dsl.OpStats); the phase-wide and per-workload latency
+// statistics and the raw latencies are here for readers of results.json.
 func (r *Results) Metrics() map[string]any {
 	m := make(map[string]any)
 	addPhase(m, "run", &r.Run)

@@ -29,7 +29,8 @@ const FileName = "results.json"
 type Results struct {
 	// SchemaVersion is the version of this schema the file was written with.
 	SchemaVersion int `json:"schema_version"`
-	// RunID identifies the run; it names the run's output directory.
+	// RunID identifies the run; it names the run's workspace in the state
+	// directory, and leftovers of a killed run are found by it.
 	RunID string `json:"run_id"`
 	// Scenario is the scenario's name (from the plan).
 	Scenario string `json:"scenario"`

@@ -242,6 +242,7 @@ func (e *Engine) newWorker(opCtx context.Context) *worker {
 func (w *worker) send(intended time.Duration) {
 	e := w.e
 	op := w.gen.NextOp()
+	op.Client = w.gen.id
 	ctx, cancel := context.WithTimeout(w.ctx, e.timeout)
 	start := e.now()
 	res := e.client.Do(ctx, op)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,7 +68,6 @@ const maxUnaryAttempts = 1
 // client is a stores.Client over a fixed set of clientv3 connections.
 type client struct {
 	conns        []*clientv3.Client
-	next         atomic.Uint64
 	timeout      time.Duration
 	serializable bool
 }
@@ -158,11 +156,16 @@ func clientURLs(eps []stores.Endpoint) []string {
 	return urls
 }
 
-// Do runs op once on the next connection in turn.
+// Do runs op once on the connection of op.Client. The per-op timeout
+// applies unless ctx already has a deadline (the workload engine sets one
+// per op, and a second timer per request is measurable at high rates).
 func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
-	cli := c.conns[(c.next.Add(1)-1)%uint64(len(c.conns))]
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+	cli := c.conns[uint(op.Client)%uint(len(c.conns))]
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 
 	var res stores.Result
 	var err error
