@@ -16,8 +16,9 @@ import (
 )
 
 const (
-	// sampleKeys is how many distinct keys the history keeps every
-	// operation of. Checking cost grows with operations per key, not keys.
+	// sampleKeys is about how many distinct keys, drawn evenly from the
+	// workloads' keyspaces, the history keeps every operation of. Checking
+	// cost grows with operations per key, not keys.
 	sampleKeys = 200
 	// linearizabilityTimeout bounds the checker; past it the verdict is
 	// unknown, never a pass.
@@ -33,7 +34,11 @@ const (
 // with a weaker consistency than the store's strongest may be stale by
 // design, so only their writes are kept.
 func (x *execution) newRecorder() *checker.Recorder {
-	rec := checker.NewRecorder(sampleKeys)
+	var keyspace int64
+	for _, w := range x.plan.Workloads {
+		keyspace += w.Keyspace
+	}
+	rec := checker.NewSampledRecorder(sampleKeys, keyspace)
 	for _, w := range x.plan.Workloads {
 		if w.Consistency != "" && w.Consistency != x.drv.strongRead() {
 			rec.Exclude(w.Name)

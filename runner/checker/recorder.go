@@ -9,6 +9,7 @@
 package checker
 
 import (
+	"hash/fnv"
 	"sync"
 
 	"github.com/coordlab/scenario/dsl"
@@ -31,6 +32,9 @@ type Recorder struct {
 	excluded map[string]bool
 	history  []Entry
 	skipped  int64
+	// A hash sample (NewSampledRecorder) keeps keys whose hash modulo
+	// buckets is below inSample; buckets 0 means no hash sample.
+	buckets, inSample uint64
 }
 
 // NewRecorder returns a recorder that keeps the operations on the first
@@ -41,6 +45,31 @@ type Recorder struct {
 // key could not be checked at all.
 func NewRecorder(sampleKeys int) *Recorder {
 	return &Recorder{limit: sampleKeys, sampled: map[string]bool{}, excluded: map[string]bool{}}
+}
+
+// NewSampledRecorder returns a recorder that keeps the operations on about
+// sampleKeys keys drawn evenly from a keyspace of about keyspace keys: a
+// key is in the sample when its hash falls in the first sampleKeys of
+// keyspace buckets. Unlike NewRecorder's first-seen sample, it is not
+// skewed towards the keys a preload writes first, and deciding needs no
+// lock, so operations on other keys cost the hot path almost nothing. With
+// keyspace <= sampleKeys every key is kept.
+func NewSampledRecorder(sampleKeys int, keyspace int64) *Recorder {
+	r := NewRecorder(0)
+	if sampleKeys > 0 && keyspace > int64(sampleKeys) {
+		r.buckets, r.inSample = uint64(keyspace), uint64(sampleKeys)
+	}
+	return r
+}
+
+// outsideHashSample reports whether a hash sample leaves key out.
+func (r *Recorder) outsideHashSample(key string) bool {
+	if r.buckets == 0 {
+		return false
+	}
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return h.Sum64()%r.buckets >= r.inSample
 }
 
 // Exclude stops the recorder keeping get operations of the named workload.
@@ -58,6 +87,9 @@ func (r *Recorder) Exclude(workloadName string) {
 // in the sample. Operations the model cannot check (range, and gets of
 // excluded workloads) are counted by Skipped instead.
 func (r *Recorder) Record(workloadName string, op workload.HistoryOp) {
+	if modelled(op.Op) && r.outsideHashSample(op.Key) {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -117,4 +118,47 @@ func TestRecorderConcurrent(t *testing.T) {
 	if got := r.Skipped(); got != workers*each {
 		t.Errorf("skipped %d, want %d", got, workers*each)
 	}
+}
+
+func TestSampledRecorderSpreadsOverTheKeyspace(t *testing.T) {
+	const keyspace, sample = 10000, 200
+	r := NewSampledRecorder(sample, keyspace)
+	for i := range keyspace {
+		key := fmt.Sprintf("key-%06d", i)
+		r.Record("w", put(0, "v", 0, 1).on(key).HistoryOp)
+		r.Record("w", get(0, "v", 2, 3).on(key).HistoryOp)
+	}
+	keys := map[string]bool{}
+	var firstHalf int
+	for _, e := range r.History() {
+		if !keys[e.Key] && e.Key < fmt.Sprintf("key-%06d", keyspace/2) {
+			firstHalf++
+		}
+		keys[e.Key] = true
+	}
+	// Binomial(10000, 0.02): 200 ± 14; a preload-order sample would hold
+	// only the first 200 keys.
+	if n := len(keys); n < 150 || n > 250 {
+		t.Errorf("%d keys sampled, want about %d", n, sample)
+	}
+	if firstHalf < len(keys)/4 || firstHalf > 3*len(keys)/4 {
+		t.Errorf("%d of %d sampled keys in the first half of the keyspace: not spread", firstHalf, len(keys))
+	}
+	if got := len(r.History()); got != 2*len(keys) {
+		t.Errorf("%d operations kept for %d keys, want every op on a sampled key", got, len(keys))
+	}
+	if all := NewSampledRecorder(sample, sample); len(recordKeys(all, 300)) != 300 {
+		t.Error("a keyspace no larger than the sample should keep every key")
+	}
+}
+
+func recordKeys(r *Recorder, n int) map[string]bool {
+	for i := range n {
+		r.Record("w", put(0, "v", 0, 1).on(fmt.Sprint(i)).HistoryOp)
+	}
+	keys := map[string]bool{}
+	for _, e := range r.History() {
+		keys[e.Key] = true
+	}
+	return keys
 }
