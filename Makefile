@@ -19,15 +19,16 @@ run: build
 test: vet test-unit test-integration
 
 test-unit:
-	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /runner$$ -e /runner/process -e /cmd/scenario)
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /runner$$ -e /runner/process -e /cmd/scenario -e /fabric$$)
 
 test-integration:
-	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./runner/process/ ./runner/ ./cmd/scenario/
+	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./runner/process/ ./fabric/ ./runner/ ./cmd/scenario/
 
 # Benchmarks: our closed-loop engine against etcd's own benchmark tool on one
 # cluster, reported as ratios.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./bench/
+	$(GO) test -run '^$$' -bench . ./fabric/shaper/
 
 fuzz:
 	$(GO) test ./dsl -run '^$$' -fuzz FuzzLoad -fuzztime 10m

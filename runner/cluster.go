@@ -20,22 +20,18 @@ import (
 // up fails the start at once, naming that node.
 func (x *execution) startCluster(ctx context.Context, bin string) error {
 	c := x.cluster
-	ports, err := x.proc.AllocatePorts(2 * c.Nodes)
-	if err != nil {
-		return x.infra("", "startup", fmt.Errorf("allocate ports: %w", err))
-	}
-	for i := 1; i <= c.Nodes; i++ {
-		x.eps = append(x.eps, stores.Endpoint{
-			Node:       i,
-			ClientAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)])),
-			PeerAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)+1])),
-		})
+	if err := x.endpoints(); err != nil {
+		return err
 	}
 	fmt.Fprintf(x.opts.Progress, "starting %s: %d %s %s node(s) (run %s)\n", c.Name, c.Nodes, c.Store, c.Version, x.proc.ID())
 	for i := 1; i <= c.Nodes; i++ {
 		name := dsl.NodeName(i)
 		dataDir, _ := x.proc.NodeDir(name)
-		n, err := x.proc.AddNode(name, processSpec(bin, x.drv.args(c, i, x.eps, dataDir)))
+		path, args := bin, x.drv.args(c, i, x.eps, dataDir)
+		if x.fab != nil {
+			path, args = x.fab.Host(name).Command(path, args)
+		}
+		n, err := x.proc.AddNode(name, processSpec(path, args))
 		if err != nil {
 			return x.infra(name, "startup", err)
 		}
@@ -58,7 +54,7 @@ func (x *execution) startCluster(ctx context.Context, bin string) error {
 		}()
 	}
 	start := time.Now()
-	err = x.drv.waitReady(wctx, x.eps, c.ReadyTimeout.D())
+	err := x.drv.waitReady(wctx, x.eps, c.ReadyTimeout.D())
 	var ne *nodeExit
 	switch {
 	case errors.As(context.Cause(wctx), &ne):
@@ -69,6 +65,38 @@ func (x *execution) startCluster(ctx context.Context, bin string) error {
 		return x.infra("", "startup", fmt.Errorf("%w (ready_timeout is %s; node logs are in %s)", err, c.ReadyTimeout, x.logsDir()))
 	}
 	fmt.Fprintf(x.opts.Progress, "cluster %s ready in %s\n", c.Name, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// endpoints gives every node its addresses: loopback ports of its own, or
+// its host's address in the fabric, where the runner reaches it through the
+// observer host.
+func (x *execution) endpoints() error {
+	c := x.cluster
+	if x.fab != nil {
+		observer := x.fab.Host(observerHost)
+		for i := 1; i <= c.Nodes; i++ {
+			addr := x.fab.Host(dsl.NodeName(i)).Addr.String()
+			x.eps = append(x.eps, stores.Endpoint{
+				Node:       i,
+				ClientAddr: net.JoinHostPort(addr, strconv.Itoa(x.drv.clientPort())),
+				PeerAddr:   net.JoinHostPort(addr, strconv.Itoa(x.drv.peerPort())),
+				Dial:       observer.Dial,
+			})
+		}
+		return nil
+	}
+	ports, err := x.proc.AllocatePorts(2 * c.Nodes)
+	if err != nil {
+		return x.infra("", "startup", fmt.Errorf("allocate ports: %w", err))
+	}
+	for i := 1; i <= c.Nodes; i++ {
+		x.eps = append(x.eps, stores.Endpoint{
+			Node:       i,
+			ClientAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)])),
+			PeerAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)+1])),
+		})
+	}
 	return nil
 }
 
@@ -91,7 +119,12 @@ func (e *nodeExit) Error() string { return fmt.Sprintf("node %s exited: %v", e.n
 func (x *execution) openClients(ctx context.Context) error {
 	x.clients = map[string]stores.Client{}
 	for _, w := range x.plan.Workloads {
+		var dial stores.DialFunc
+		if x.fab != nil {
+			dial = x.fab.Host(clientHost(w.Region)).Dial
+		}
 		cl, err := x.drv.newClient(ctx, stores.ClientOptions{
+			Dial:        dial,
 			Endpoints:   x.eps,
 			Conns:       w.Conns,
 			Consistency: w.Consistency,

@@ -21,6 +21,10 @@ type driver interface {
 	waitReady(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) error
 	newClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, error)
 	newPoller(eps []stores.Endpoint) (poller, error)
+	// clientPort and peerPort are the ports a node listens on when it has
+	// an address of its own (in a network fabric).
+	clientPort() int
+	peerPort() int
 	// strongRead is the store's linearizable read mode, with which
 	// acknowledged writes are read back.
 	strongRead() string
@@ -67,3 +71,6 @@ func (etcdDriver) newPoller(eps []stores.Endpoint) (poller, error) {
 }
 
 func (etcdDriver) strongRead() string { return "linearizable" }
+
+func (etcdDriver) clientPort() int { return 2379 }
+func (etcdDriver) peerPort() int   { return 2380 }

@@ -52,7 +52,9 @@ type faultOcc struct {
 	// Written by the occurrence's goroutine; read after wg.Wait.
 	leader    int // the leader when the fault fired, 0 if none
 	targets   []int
-	active    *faults.Active
+	active    *faults.Active // node and disk faults
+	applied   time.Time      // zero if the fault never took effect
+	undo      func(context.Context) error
 	recovered time.Time
 	err       error
 }
@@ -127,7 +129,14 @@ func (d *faultDriver) play(o *faultOcc) {
 		// unexpected.
 		d.x.expectDown(o.targets, 1)
 	}
-	o.active, o.err = d.inj.Inject(d.ctx, o.spec, o.targets)
+	if netKind(o.spec.Kind) {
+		o.applied, o.undo = d.x.net.inject(o.spec, o.targets)
+	} else {
+		o.active, o.err = d.inj.Inject(d.ctx, o.spec, o.targets)
+		if o.err == nil {
+			o.applied, o.undo = o.active.AppliedAt(), o.active.Recover
+		}
+	}
 	if o.err != nil {
 		if takesDown {
 			d.x.expectDown(o.targets, -1)
@@ -140,7 +149,7 @@ func (d *faultDriver) play(o *faultOcc) {
 	case <-d.ctx.Done():
 		return
 	}
-	if err := o.active.Recover(d.ctx); err != nil {
+	if err := o.undo(d.ctx); err != nil {
 		o.err = err
 		log.Warn("fault not recovered", "err", err)
 		return
@@ -155,6 +164,10 @@ func (d *faultDriver) play(o *faultOcc) {
 // A target that needs the leader waits, up to resolveTimeout, for one to be
 // known.
 func (d *faultDriver) resolve(o *faultOcc) ([]int, int, error) {
+	if o.spec.Target.Kind == "" {
+		// A network or partition fault that names regions or groups.
+		return nil, 0, nil
+	}
 	deadline := time.Now().Add(resolveTimeout)
 	for {
 		v := d.x.view(d.ctx)
@@ -249,7 +262,7 @@ func (d *faultDriver) failovers(res *results.Results) error {
 			f.Error = o.err.Error()
 			errs = append(errs, fmt.Errorf("phase %q: %w", o.phase, o.err))
 		}
-		if o.active != nil {
+		if !o.applied.IsZero() {
 			d.measure(&f, o)
 		}
 		if err := res.AddFailover(o.phase, f); err != nil {
@@ -261,7 +274,7 @@ func (d *faultDriver) failovers(res *results.Results) error {
 
 func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 	x := d.x
-	applied := o.active.AppliedAt().Sub(x.base)
+	applied := o.applied.Sub(x.base)
 	f.AppliedMS = msPtr(applied)
 	f.LagMS = msPtr(applied - o.spec.Start.D())
 	if !o.recovered.IsZero() && (o.spec.Duration > 0 || o.spec.Kind == dsl.FaultRestart) {
@@ -269,7 +282,7 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 	}
 	// A leader the fault took away does not count as the new one.
 	excluded := 0
-	if o.spec.Kind != dsl.FaultDisk && slices.Contains(o.targets, o.leader) {
+	if o.spec.Kind != dsl.FaultDisk && o.spec.Kind != dsl.FaultNetwork && slices.Contains(o.targets, o.leader) {
 		excluded = o.leader
 	}
 	if dl, ok := x.coll.Leader().FirstLeaderAfter(applied, excluded); ok {
@@ -280,6 +293,9 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 	}
 	if start, end, ok := x.coll.WriteOutage(applied); ok {
 		f.Unavailable = &results.Window{StartMS: results.MS(start), EndMS: results.MS(end)}
+	}
+	if o.active == nil {
+		return
 	}
 	if s, ok := o.active.DiskStats(); ok {
 		f.Disk = &results.DiskLoad{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/results"
 	"github.com/coordlab/scenario/runner/workload"
@@ -262,6 +263,11 @@ func (x *execution) describe(res *results.Results, finished time.Time) {
 	}
 	res.Backend["provider"] = x.cluster.Provider
 	res.Backend["network"] = "loopback"
+	if x.fab != nil {
+		res.Backend["network"] = "namespaces"
+		res.Backend["shaper"] = fabric.Backend
+		res.Seeds["network"] = networkSeed(x.plan)
+	}
 	res.Backend["store"] = x.cluster.Store + " " + x.cluster.Version
 	if res.Notes == nil {
 		res.Notes = map[string]string{}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/runner/checker"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
@@ -49,7 +50,19 @@ type Options struct {
 	// Live redraws one progress line in place (a terminal) instead of
 	// printing a plain line every few seconds.
 	Live bool
+	// Network forces the network fabric on a plan that shapes nothing:
+	// NetworkNamespaces puts every host in its own namespace with the
+	// shaper forwarding at once on unshaped links; NetworkEngaged also
+	// queues every packet through the shaper's scheduler. For overhead
+	// measurements; "" leaves the choice to the plan.
+	Network string
 }
+
+// Values of Options.Network.
+const (
+	NetworkNamespaces = "namespaces"
+	NetworkEngaged    = "engaged"
+)
 
 const (
 	// pollInterval is how often every node is asked for its leader.
@@ -112,6 +125,8 @@ type execution struct {
 	engines map[string]*workload.Engine
 	poller  poller
 	faults  *faultDriver
+	fab     *fabric.Fabric // nil when the run needs no network shaping
+	net     *network
 	rec     *checker.Recorder
 
 	mu     sync.Mutex
@@ -128,6 +143,15 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		x.log.Warn("cleaning up after earlier runs", "err", err)
 	} else if n := len(reaped.Runs); n > 0 {
 		fmt.Fprintf(x.opts.Progress, "cleaned up %d run(s) left behind by an earlier, killed scenario\n", n)
+	}
+	if fabric.Available() == nil {
+		// After the processes: their namespaces go once they are gone.
+		namespaces, err := fabric.Reap(ctx, x.log)
+		if err != nil {
+			x.log.Warn("cleaning up network namespaces of earlier runs", "err", err)
+		} else if n := len(namespaces); n > 0 {
+			fmt.Fprintf(x.opts.Progress, "removed %d network namespace(s) left behind by an earlier, killed scenario\n", n)
+		}
 	}
 
 	bin := x.cluster.Binary
@@ -151,11 +175,22 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		if cerr := x.proc.Close(tctx); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
 		}
+		// After the processes: a namespace lives on while a process is in it.
+		if x.fab != nil {
+			if cerr := x.fab.Close(tctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("teardown of run %s: network: %w", x.proc.ID(), cerr))
+			}
+		}
 		if x.opts.Keep {
 			fmt.Fprintf(x.opts.Progress, "kept node data and logs in %s\n", x.proc.Dir())
 		}
 	}()
 
+	if needsFabric(x.plan) || x.opts.Network != "" {
+		if err := x.startFabric(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := x.startCluster(ctx, bin); err != nil {
 		x.copyLogs()
 		return nil, err
@@ -173,6 +208,39 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 	res, err = x.play(ctx)
 	x.copyLogs()
 	return res, err
+}
+
+// startFabric gives every node, client region and the runner a network
+// namespace of its own and shapes the links between them as declared.
+func (x *execution) startFabric(ctx context.Context) error {
+	hosts := fabricHosts(x.plan, x.cluster)
+	specs := make([]fabric.HostSpec, len(hosts))
+	for i, h := range hosts {
+		specs[i] = fabric.HostSpec{Name: h.name, Region: h.region}
+	}
+	fab, err := fabric.New(ctx, specs, fabric.Options{
+		RunID:  x.proc.ID(),
+		Seed:   networkSeed(x.plan),
+		Engage: x.opts.Network == NetworkEngaged,
+		Logger: x.log,
+	})
+	if err != nil {
+		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))
+	}
+	x.fab = fab
+	x.net = newNetwork(fab, hosts, x.plan.Network)
+	fmt.Fprintf(x.opts.Progress, "network: %s\n", x.net.describe())
+	return nil
+}
+
+// networkSeed seeds the shaper's loss and jitter draws from the plan, so a
+// rerun draws the same.
+func networkSeed(p *dsl.Plan) int64 {
+	var seed int64 = 1
+	for _, w := range p.Workloads {
+		seed = seed*31 + w.Seed
+	}
+	return seed
 }
 
 // infra wraps err as an InfraError about node (a name, or "").

@@ -4,12 +4,14 @@ import (
 	"fmt"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/fabric"
 )
 
 // faultImplemented reports whether the runner can inject a fault kind.
 func faultImplemented(kind string) bool {
 	switch kind {
-	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart, dsl.FaultPause, dsl.FaultDisk:
+	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart, dsl.FaultPause, dsl.FaultDisk,
+		dsl.FaultNetwork, dsl.FaultPartition:
 		return true
 	}
 	return false
@@ -30,8 +32,10 @@ func checkSupported(p *dsl.Plan) error {
 			missing = append(missing, fmt.Sprintf("provider %q (cluster %q): only local processes for now", c.Provider, c.Name))
 		}
 	}
-	if p.Network.Shaped() {
-		missing = append(missing, "network shaping (the network block sets rtt, jitter, loss or bandwidth): the network fabric is not implemented yet")
+	if needsFabric(p) {
+		if err := fabric.Available(); err != nil {
+			missing = append(missing, "network shaping and partitions (the network block or network/partition faults): "+err.Error())
+		}
 	}
 	seen := map[string]bool{}
 	for _, e := range p.Events {

@@ -6,6 +6,7 @@ package stores
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/coordlab/scenario/dsl"
@@ -55,13 +56,24 @@ type Endpoint struct {
 	Node       int    // 1-based
 	ClientAddr string // host:port for clients
 	PeerAddr   string // host:port for peers
+	// Dial opens connections to ClientAddr when the node is not reachable
+	// from the runner's own network (it lives in a network namespace);
+	// nil dials directly.
+	Dial DialFunc
 }
+
+// DialFunc opens a TCP connection to addr (host:port), for example from
+// inside a network namespace.
+type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
 
 // Status polls every node once and returns what each said.
 type StatusFunc func(ctx context.Context, timeout time.Duration) []NodeStatus
 
 // ClientOptions configure a workload's client.
 type ClientOptions struct {
+	// Dial opens the client's connections, from the workload's region;
+	// nil uses the endpoints' own Dial.
+	Dial        DialFunc
 	Endpoints   []Endpoint
 	Conns       int
 	Consistency string

@@ -39,7 +39,7 @@ func NewStatusPoller(eps []stores.Endpoint) (*StatusPoller, error) {
 	}
 	p := &StatusPoller{eps: eps, nodes: make(map[uint64]int)}
 	for _, ep := range eps {
-		cli, err := clientv3.New(clientConfig(clientURLs([]stores.Endpoint{ep})))
+		cli, err := clientv3.New(clientConfig(clientURLs([]stores.Endpoint{ep}), ep.Dial))
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("etcd status: connect to %s: %w", dsl.NodeName(ep.Node), err)

@@ -1,0 +1,308 @@
+package fabric
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coordlab/scenario/fabric/shaper"
+)
+
+// HostSpec declares one host.
+type HostSpec struct {
+	// Name is unique in the fabric: a node name ("n1") or a client region
+	// ("client-east").
+	Name string
+	// Region is where the host sits; links are declared between regions.
+	Region string
+}
+
+// Host is one network namespace with its address.
+type Host struct {
+	ID     int
+	Name   string
+	Region string
+	Addr   netip.Addr
+	ns     string // namespace name
+	tun    *os.File
+	ip     string // iproute2 binary
+}
+
+// NetnsPath is where the host's namespace is pinned.
+func (h *Host) NetnsPath() string { return filepath.Join(netnsDir, h.ns) }
+
+// Dial opens a connection from inside the host's namespace. Its signature
+// fits grpc.WithContextDialer.
+func (h *Host) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	return dialIn(ctx, h.NetnsPath(), "tcp", addr)
+}
+
+// DialNetwork is Dial for any network ("udp", ...).
+func (h *Host) DialNetwork(ctx context.Context, network, addr string) (net.Conn, error) {
+	return dialIn(ctx, h.NetnsPath(), network, addr)
+}
+
+// Command returns the path and arguments that run path with args inside the
+// host's namespace. `ip netns exec` replaces itself with the program, so the
+// pid the caller sees is the program's own.
+func (h *Host) Command(path string, args []string) (string, []string) {
+	return h.ip, append([]string{"netns", "exec", h.ns, path}, args...)
+}
+
+// Options configure New.
+type Options struct {
+	// RunID names the run the fabric belongs to.
+	RunID string
+	// Engage sends every packet through the shaper's scheduler even on
+	// links with no effect (for overhead measurements).
+	Engage bool
+	// Seed makes loss and jitter draws reproducible.
+	Seed int64
+	// Logger receives setup and teardown events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Fabric is the set of hosts of one run and the shaper between them.
+type Fabric struct {
+	hosts  []*Host
+	byName map[string]*Host
+	router *shaper.Router
+	log    *slog.Logger
+	ip     string
+
+	cancel context.CancelFunc
+	done   chan error
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// subnet is the private range every fabric's hosts live in. Each run has
+// its own namespaces, so runs never see each other's addresses.
+var subnet = netip.MustParsePrefix("10.99.0.0/16")
+
+// hostAddr is the address of the i-th host (0-based): 10.99.0.1 up.
+func hostAddr(i int) netip.Addr {
+	b := subnet.Addr().As4()
+	n := i + 1
+	b[2], b[3] = byte(n>>8), byte(n)
+	return netip.AddrFrom4(b)
+}
+
+// nsPrefix starts every namespace this package creates.
+const nsPrefix = "scn-"
+
+// nsName is "scn-<owner pid>-<run id suffix>-<host>": the pid lets Reap
+// tell a live run's namespaces from a dead one's.
+func nsName(runID, host string) string {
+	return fmt.Sprintf("%s%d-%s-%s", nsPrefix, os.Getpid(), runID, host)
+}
+
+// Available reports why this process cannot build a fabric, or nil.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return errors.New("network shaping and partitions need root (network namespaces and TUN devices need CAP_NET_ADMIN and CAP_SYS_ADMIN); run as root, or drop the network block and network faults to run on loopback")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		return fmt.Errorf("network shaping needs /dev/net/tun: %w", err)
+	}
+	if _, err := ipBinary(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// New creates a namespace, an address and a TUN device per host and starts
+// forwarding between them with every link unshaped. On error, whatever was
+// created is removed again.
+func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 || len(specs) > 250 {
+		return nil, fmt.Errorf("fabric: %d hosts, want 1 to 250", len(specs))
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ip, _ := ipBinary()
+	f := &Fabric{
+		byName: map[string]*Host{},
+		router: shaper.New(shaper.Options{Engage: opts.Engage, Seed: opts.Seed, Logger: log}),
+		log:    log,
+		ip:     ip,
+	}
+	defer func() {
+		if err != nil {
+			if cerr := f.Close(context.WithoutCancel(ctx)); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}()
+	for i, s := range specs {
+		if _, dup := f.byName[s.Name]; dup {
+			return nil, fmt.Errorf("fabric: host %q declared twice", s.Name)
+		}
+		h := &Host{ID: i, Name: s.Name, Region: s.Region, Addr: hostAddr(i), ns: nsName(opts.RunID, s.Name), ip: ip}
+		if err := f.addHost(ctx, h); err != nil {
+			return nil, fmt.Errorf("fabric: host %s: %w", s.Name, err)
+		}
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	f.done = make(chan error, 1)
+	go func() { f.done <- f.router.Run(rctx) }()
+	log.Info("network fabric up", "hosts", len(f.hosts), "backend", Backend)
+	return f, nil
+}
+
+// Backend names the shaping mechanism, for results.json.
+const Backend = "userspace (TUN router)"
+
+func (f *Fabric) addHost(ctx context.Context, h *Host) error {
+	if err := runIP(ctx, f.ip, "netns", "add", h.ns); err != nil {
+		return err
+	}
+	// Registered before anything else can fail, so Close removes it.
+	f.hosts = append(f.hosts, h)
+	f.byName[h.Name] = h
+	tun, err := openTUN(h.NetnsPath())
+	if err != nil {
+		return err
+	}
+	h.tun = tun
+	for _, args := range [][]string{
+		{"-n", h.ns, "link", "set", "lo", "up"},
+		{"-n", h.ns, "addr", "add", h.Addr.String() + "/32", "dev", tunName},
+		{"-n", h.ns, "link", "set", tunName, "up"},
+		{"-n", h.ns, "route", "add", subnet.String(), "dev", tunName, "src", h.Addr.String()},
+	} {
+		if err := runIP(ctx, f.ip, args...); err != nil {
+			return err
+		}
+	}
+	return f.router.AddHost(h.ID, h.Addr, tun)
+}
+
+// Hosts lists the hosts in declaration order.
+func (f *Fabric) Hosts() []*Host { return f.hosts }
+
+// Host returns the host named name, or nil.
+func (f *Fabric) Host(name string) *Host { return f.byName[name] }
+
+// SetLink shapes the traffic from one host to another from now on.
+func (f *Fabric) SetLink(from, to *Host, l shaper.Link) { f.router.SetLink(from.ID, to.ID, l) }
+
+// Stats reports the shaper's per-pair counters, keyed "from>to".
+func (f *Fabric) Stats() map[string]shaper.PairStats {
+	out := map[string]shaper.PairStats{}
+	for k, v := range f.router.Stats() {
+		out[f.hosts[k[0]].Name+">"+f.hosts[k[1]].Name] = v
+	}
+	return out
+}
+
+// Close stops forwarding and deletes every namespace, which removes its
+// TUN device and everything configured in it. It is idempotent.
+func (f *Fabric) Close(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	var errs []error
+	if f.cancel != nil {
+		f.cancel()
+	}
+	for _, h := range f.hosts {
+		if h.tun != nil {
+			h.tun.Close()
+		}
+	}
+	if f.done != nil {
+		select {
+		case <-f.done:
+		case <-time.After(5 * time.Second):
+			errs = append(errs, errors.New("fabric: shaper did not stop"))
+		}
+	}
+	for _, h := range f.hosts {
+		if err := runIP(ctx, f.ip, "netns", "delete", h.ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		f.log.Info("network fabric removed", "hosts", len(f.hosts))
+	}
+	return errors.Join(errs...)
+}
+
+// nsPattern matches this package's namespace names and captures the owner.
+var nsPattern = regexp.MustCompile(`^` + nsPrefix + `(\d+)-`)
+
+// Reap deletes the namespaces of fabrics whose owning process is gone (a
+// runner killed with SIGKILL) and returns their names. Namespaces of live
+// runners, this one's included, are left alone.
+func Reap(ctx context.Context, log *slog.Logger) ([]string, error) {
+	entries, err := os.ReadDir(netnsDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reap namespaces: %w", err)
+	}
+	ip, err := ipBinary()
+	if err != nil {
+		return nil, err
+	}
+	var reaped []string
+	var errs []error
+	for _, e := range entries {
+		m := nsPattern.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(m[1])
+		if alive(pid) {
+			continue
+		}
+		if err := runIP(ctx, ip, "netns", "delete", e.Name()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if log != nil {
+			log.Info("removed a killed run's namespace", "netns", e.Name())
+		}
+		reaped = append(reaped, e.Name())
+	}
+	return reaped, errors.Join(errs...)
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// JitterPerDirection is the shaper's per-direction jitter (the standard
+// deviation of a normal delay variation) that makes round trips vary with
+// a standard deviation of rtt: two independent directions add their
+// variances.
+func JitterPerDirection(rtt time.Duration) time.Duration {
+	return time.Duration(float64(rtt) / math.Sqrt2)
+}

@@ -1,0 +1,387 @@
+package fabric
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/fabric/shaper"
+)
+
+// childEnv makes the test binary build a fabric and wait to be killed, for
+// the test of a SIGKILLed runner.
+const childEnv = "SCENARIO_FABRIC_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		f, err := New(context.Background(), []HostSpec{{Name: "a"}, {Name: "b"}}, Options{RunID: "child"})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("ready", f.Host("a").ns)
+		time.Sleep(time.Hour)
+	}
+	os.Exit(m.Run())
+}
+
+func needFabric(t *testing.T) {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("needs network namespaces and TUN: %v", err)
+	}
+}
+
+func newFabric(t *testing.T, names ...string) *Fabric {
+	t.Helper()
+	needFabric(t)
+	specs := make([]HostSpec, len(names))
+	for i, n := range names {
+		specs[i] = HostSpec{Name: n, Region: n}
+	}
+	f, err := New(context.Background(), specs, Options{RunID: "t" + fmt.Sprint(time.Now().UnixNano()%1e6), Seed: 1})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		for _, h := range f.Hosts() {
+			if _, err := os.Stat(h.NetnsPath()); !os.IsNotExist(err) {
+				t.Errorf("namespace %s left behind", h.ns)
+			}
+		}
+	})
+	return f
+}
+
+// both shapes a and b's link the same way in each direction.
+func both(f *Fabric, a, b string, l shaper.Link) {
+	f.SetLink(f.Host(a), f.Host(b), l)
+	f.SetLink(f.Host(b), f.Host(a), l)
+}
+
+// listenIn listens inside h's namespace.
+func listenIn(t *testing.T, h *Host, network string) (addr string, ln net.Listener, pc net.PacketConn) {
+	t.Helper()
+	err := inNetns(h.NetnsPath(), func() error {
+		var err error
+		if network == "udp" {
+			pc, err = net.ListenPacket("udp", h.Addr.String()+":0")
+			if err == nil {
+				addr = pc.LocalAddr().String()
+			}
+			return err
+		}
+		ln, err = net.Listen("tcp", h.Addr.String()+":0")
+		if err == nil {
+			addr = ln.Addr().String()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if ln != nil {
+			ln.Close()
+		}
+		if pc != nil {
+			pc.Close()
+		}
+	})
+	return addr, ln, pc
+}
+
+// tcpRoundTrips measures n ping-pongs of a small message over one TCP
+// connection from a to an echo server on b.
+func tcpRoundTrips(t *testing.T, f *Fabric, a, b string, n int) []time.Duration {
+	t.Helper()
+	addr, ln, _ := listenIn(t, f.Host(b), "tcp")
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(c, c)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := f.Host(a).Dial(ctx, addr)
+	if err != nil {
+		t.Fatalf("dial %s from %s: %v", addr, a, err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	var rtts []time.Duration
+	for i := range n {
+		start := time.Now()
+		if _, err := fmt.Fprintf(c, "ping %d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	return rtts
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func stddev(ds []time.Duration) time.Duration {
+	var sum, sq float64
+	for _, d := range ds {
+		sum += float64(d)
+	}
+	mean := sum / float64(len(ds))
+	for _, d := range ds {
+		sq += (float64(d) - mean) * (float64(d) - mean)
+	}
+	return time.Duration(math.Sqrt(sq / float64(len(ds))))
+}
+
+func TestRTT(t *testing.T) {
+	f := newFabric(t, "a", "b")
+	unshaped := median(tcpRoundTrips(t, f, "a", "b", 50))
+	both(f, "a", "b", shaper.Link{Delay: 25 * time.Millisecond})
+	rtts := tcpRoundTrips(t, f, "a", "b", 50)
+	m := median(rtts)
+	t.Logf("TCP round trip: unshaped median %v, rtt 50ms median %v", unshaped, m)
+	if m < 50*time.Millisecond || m > 55*time.Millisecond {
+		t.Errorf("median round trip %v with rtt 50ms, want 50-55ms", m)
+	}
+}
+
+func TestJitter(t *testing.T) {
+	f := newFabric(t, "a", "b")
+	// A round-trip jitter of 10 ms, split over both directions as the
+	// runner does (see JitterPerDirection).
+	both(f, "a", "b", shaper.Link{Delay: 25 * time.Millisecond, Jitter: JitterPerDirection(10 * time.Millisecond)})
+	rtts := tcpRoundTrips(t, f, "a", "b", 300)
+	m, sd := median(rtts), stddev(rtts)
+	t.Logf("TCP round trip with rtt 50ms, jitter 10ms: median %v, stddev %v", m, sd)
+	if sd < 7*time.Millisecond || sd > 13*time.Millisecond {
+		t.Errorf("round-trip stddev %v with jitter 10ms, want 7-13ms", sd)
+	}
+	if m < 48*time.Millisecond || m > 58*time.Millisecond {
+		t.Errorf("median round trip %v, want about 50ms", m)
+	}
+}
+
+func TestLoss(t *testing.T) {
+	f := newFabric(t, "a", "b")
+	f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{Loss: 0.10})
+	addr, _, pc := listenIn(t, f.Host("b"), "udp")
+	var got atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+			got.Add(1)
+		}
+	}()
+	c, err := f.Host("a").DialNetwork(context.Background(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const sent = 2000
+	for i := range sent {
+		if _, err := c.Write([]byte(fmt.Sprintf("datagram %d", i))); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 0 {
+			time.Sleep(time.Millisecond) // stay below any socket buffer
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	lost := float64(sent-got.Load()) / sent
+	t.Logf("10%% loss: %d of %d datagrams arrived (%.1f%% lost)", got.Load(), sent, 100*lost)
+	if lost < 0.08 || lost > 0.12 {
+		t.Errorf("lost %.1f%% of %d datagrams with loss 10%%, want 8-12%%", 100*lost, sent)
+	}
+}
+
+func TestBandwidth(t *testing.T) {
+	f := newFabric(t, "a", "b")
+	f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{Rate: 10_000_000})
+	addr, ln, _ := listenIn(t, f.Host("b"), "tcp")
+	const measure = 3 * time.Second
+	res := make(chan float64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			res <- 0
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64<<10)
+		// Skip the first second: slow start and the queue filling.
+		var n int64
+		start := time.Now()
+		var from time.Time
+		for {
+			k, err := c.Read(buf)
+			if err != nil {
+				break
+			}
+			if time.Since(start) > time.Second {
+				if from.IsZero() {
+					from = time.Now()
+				}
+				n += int64(k)
+			}
+			if !from.IsZero() && time.Since(from) > measure {
+				break
+			}
+		}
+		res <- float64(n*8) / time.Since(from).Seconds()
+	}()
+	c, err := f.Host("a").Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	bps := <-res
+	t.Logf("10 Mbit/s link: TCP goodput %.2f Mbit/s", bps/1e6)
+	if bps < 9e6 || bps > 10.5e6 {
+		t.Errorf("TCP goodput %.2f Mbit/s through a 10 Mbit/s link, want 9-10.5", bps/1e6)
+	}
+}
+
+func TestPartition(t *testing.T) {
+	f := newFabric(t, "a", "b")
+	addr, _, pc := listenIn(t, f.Host("b"), "udp")
+	// Each datagram carries its send time; the receiver keeps every one.
+	arrivals := make(chan time.Time, 100000)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n >= 8 {
+				arrivals <- time.Unix(0, int64(binary.BigEndian.Uint64(buf)))
+			}
+		}
+	}()
+	c, err := f.Host("a").DialNetwork(context.Background(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	go func() {
+		buf := make([]byte, 8)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			binary.BigEndian.PutUint64(buf, uint64(time.Now().UnixNano()))
+			c.Write(buf)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	cut := time.Now()
+	f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{Down: true})
+	time.Sleep(500 * time.Millisecond)
+	healed := time.Now()
+	f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{})
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	time.Sleep(50 * time.Millisecond)
+	close(arrivals)
+
+	// A datagram sent just before the heal may be read by the shaper just
+	// after it, and rightly pass: only those sent 5 ms or more before it
+	// count as having crossed the partition.
+	var lastBefore, firstAfter time.Time
+	for sent := range arrivals {
+		switch {
+		case sent.Before(healed.Add(-5*time.Millisecond)) && sent.After(lastBefore):
+			lastBefore = sent
+		case !sent.Before(healed) && (firstAfter.IsZero() || sent.Before(firstAfter)):
+			firstAfter = sent
+		}
+	}
+	t.Logf("partition: last datagram through sent %v after the cut; first after the heal sent %v after it",
+		lastBefore.Sub(cut), firstAfter.Sub(healed))
+	if lastBefore.Sub(cut) > 100*time.Millisecond {
+		t.Errorf("traffic still flowed %v after the partition started, want < 100ms", lastBefore.Sub(cut))
+	}
+	if firstAfter.IsZero() || firstAfter.Sub(healed) > 100*time.Millisecond {
+		t.Errorf("traffic resumed %v after the partition ended, want < 100ms", firstAfter.Sub(healed))
+	}
+}
+
+func TestReapKilledRun(t *testing.T) {
+	needFabric(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready ") {
+		cmd.Process.Kill()
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	ns := strings.TrimSpace(strings.TrimPrefix(line, "ready "))
+	if _, err := os.Stat(netnsDir + "/" + ns); err != nil {
+		t.Fatalf("child's namespace: %v", err)
+	}
+	mine := newFabric(t, "live")
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	reaped, err := Reap(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(reaped, ns) {
+		t.Errorf("Reap removed %v, not the killed child's %s", reaped, ns)
+	}
+	if _, err := os.Stat(netnsDir + "/" + ns); !os.IsNotExist(err) {
+		t.Errorf("killed child's namespace %s still there", ns)
+	}
+	if _, err := os.Stat(mine.Host("live").NetnsPath()); err != nil {
+		t.Errorf("Reap removed a live fabric's namespace: %v", err)
+	}
+}

@@ -1,0 +1,113 @@
+package fabric
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// netnsDir is where `ip netns add` pins named namespaces.
+const netnsDir = "/run/netns"
+
+// tunName is the TUN device's name inside every host's namespace.
+const tunName = "scn0"
+
+// ipBinary finds iproute2's ip, which creates and deletes namespaces and
+// configures links; its arguments are always built as a list, never a
+// shell string.
+func ipBinary() (string, error) {
+	p, err := exec.LookPath("ip")
+	if err != nil {
+		for _, c := range []string{"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"} {
+			if _, serr := os.Stat(c); serr == nil {
+				return c, nil
+			}
+		}
+		return "", fmt.Errorf("iproute2's ip command not found (install the iproute2 package): %w", err)
+	}
+	return p, nil
+}
+
+func runIP(ctx context.Context, ip string, args ...string) error {
+	out, err := exec.CommandContext(ctx, ip, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// inNetns runs fn on an OS thread switched into the namespace pinned at
+// path, then switches the thread back. If it cannot switch back, the
+// thread stays locked, so the runtime destroys it rather than let another
+// goroutine run in the wrong namespace.
+func inNetns(path string, fn func() error) error {
+	target, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open namespace: %w", err)
+	}
+	defer target.Close()
+	runtime.LockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("open own namespace: %w", err)
+	}
+	defer self.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("enter namespace %s: %w", path, err)
+	}
+	ferr := fn()
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		// Left locked on purpose: see above.
+		return errors.Join(ferr, fmt.Errorf("leave namespace %s: %w", path, err))
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// openTUN creates the TUN device inside the namespace at nsPath and returns
+// it as a non-blocking file, so reads honour deadlines and Close unblocks
+// them.
+func openTUN(nsPath string) (*os.File, error) {
+	var f *os.File
+	err := inNetns(nsPath, func() error {
+		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return fmt.Errorf("open /dev/net/tun: %w", err)
+		}
+		ifr, err := unix.NewIfreq(tunName)
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("create TUN device: %w", err)
+		}
+		f = os.NewFile(uintptr(fd), "tun:"+nsPath)
+		return nil
+	})
+	return f, err
+}
+
+// dialIn dials addr from inside the namespace at nsPath. The socket is
+// created there and keeps that namespace for its whole life.
+func dialIn(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	err := inNetns(nsPath, func() error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		conn = c
+		return err
+	})
+	return conn, err
+}

@@ -1,0 +1,158 @@
+package shaper
+
+import (
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// maxBatch bounds the packets one wake-up takes off the queue before
+// writing them, so that the reader is never locked out for long.
+const maxBatch = 64
+
+// pair is the traffic of one ordered (source, destination) pair of hosts.
+type pair struct {
+	from, to *host
+	dst      io.Writer
+
+	// Owned by the source host's reader goroutine, the only one that
+	// enqueues to this pair: no synchronisation needed.
+	lastDue   int64 // due time of the last packet queued (FIFO floor)
+	busyUntil int64 // when the rate-limited link finishes its last packet
+	started   bool  // the scheduler goroutine runs
+
+	mu   sync.Mutex // guards q, between the reader and the scheduler
+	q    ring
+	wake chan struct{} // capacity 1: the queue became non-empty
+
+	// inflight counts packets queued or being written: the reader only
+	// writes directly when it is 0, and tail-drops at the limit.
+	inflight atomic.Int64
+
+	forwarded, lost, down, overflow, writeErrs atomic.Uint64
+	hist                                       atomic.Pointer[histogram] // set when the scheduler starts
+	warned                                     atomic.Bool               // a write error was logged
+}
+
+func newPair(from, to *host) *pair {
+	return &pair{from: from, to: to, dst: to.dev, wake: make(chan struct{}, 1)}
+}
+
+// write hands one packet to the destination device.
+func (p *pair) write(ctx context.Context, r *Router, b []byte) {
+	if _, err := p.dst.Write(b); err != nil {
+		p.writeErrs.Add(1)
+		// Devices closed while Run stops are no news.
+		if ctx.Err() == nil && p.warned.CompareAndSwap(false, true) {
+			r.log.Warn("shaper write failed (further errors only counted)", "from", p.from.id, "to", p.to.id, "err", err)
+		}
+		return
+	}
+	p.forwarded.Add(1)
+}
+
+// schedule is the pair's goroutine: it sleeps until the head packet is
+// due, then writes every packet that is due, in order.
+func (r *Router) schedule(ctx context.Context, p *pair) {
+	sl := newSleeper(ctx, r.coarse)
+	defer sl.close()
+	h := p.hist.Load()
+	batch := make([]*packet, 0, maxBatch)
+	for {
+		p.mu.Lock()
+		head := p.q.peek()
+		if head == nil {
+			p.mu.Unlock()
+			select {
+			case <-p.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		now := r.now()
+		if wait := head.due - now; wait > 0 {
+			p.mu.Unlock()
+			if !sl.sleep(wait) {
+				return
+			}
+			continue
+		}
+		for len(batch) < maxBatch {
+			pk := p.q.peek()
+			if pk == nil || pk.due > now {
+				break
+			}
+			batch = append(batch, p.q.pop())
+		}
+		p.mu.Unlock()
+
+		for _, pk := range batch {
+			h.record(r.now() - pk.due)
+			p.write(ctx, r, pk.b)
+			putPacket(pk)
+		}
+		// Only now may the reader write this pair's packets directly.
+		p.inflight.Add(-int64(len(batch)))
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
+// packet is a queued packet in a pooled buffer.
+type packet struct {
+	due int64 // on the Router's now clock
+	b   []byte
+}
+
+var packets = sync.Pool{New: func() any { return &packet{b: make([]byte, 0, 2048)} }}
+
+func getPacket(b []byte) *packet {
+	pk := packets.Get().(*packet)
+	pk.b = append(pk.b[:0], b...)
+	return pk
+}
+
+func putPacket(pk *packet) {
+	if cap(pk.b) > 16<<10 {
+		pk.b = make([]byte, 0, 2048) // don't pool rare jumbo buffers
+	}
+	packets.Put(pk)
+}
+
+// ring is a FIFO of packets that grows by doubling and never shrinks.
+type ring struct {
+	buf  []*packet // len is a power of two
+	head int
+	n    int
+}
+
+func (q *ring) len() int { return q.n }
+
+func (q *ring) peek() *packet {
+	if q.n == 0 {
+		return nil
+	}
+	return q.buf[q.head]
+}
+
+func (q *ring) push(pk *packet) {
+	if q.n == len(q.buf) {
+		nb := make([]*packet, max(16, 2*len(q.buf)))
+		for i := range q.n {
+			nb[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+		}
+		q.buf, q.head = nb, 0
+	}
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = pk
+	q.n++
+}
+
+func (q *ring) pop() *packet {
+	pk := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+	return pk
+}

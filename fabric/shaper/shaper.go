@@ -1,0 +1,388 @@
+package shaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Link is the shaping of one direction between two hosts. The zero Link
+// passes packets through untouched.
+type Link struct {
+	// Delay is the one-way delay added to every packet (the runner sets
+	// rtt/2 per direction).
+	Delay time.Duration
+	// Jitter is the standard deviation of a normal variation added to
+	// each packet's delay; the drawn delay is clamped at 0. Because a pair
+	// never reorders, a packet drawn earlier than its predecessor leaves
+	// right after it instead, so when packets are closer together than
+	// the jitter, the spread shrinks and the mean grows.
+	Jitter time.Duration
+	// Loss is the probability that a packet is dropped, drawn
+	// independently per packet; 0 or less never drops, 1 or more always.
+	Loss float64
+	// Rate is the link's bandwidth in bits per second; 0 is unlimited.
+	Rate int64
+	// Down drops every packet: a partition.
+	Down bool
+}
+
+// immediate reports whether a packet that survives Down and Loss can be
+// written at once.
+func (l *Link) immediate() bool { return l.Delay <= 0 && l.Jitter <= 0 && l.Rate <= 0 }
+
+// Options configure a Router.
+type Options struct {
+	// Engage queues every packet through the per-pair scheduler even when
+	// its link adds no delay (used by the overhead benchmark to measure
+	// the engaged path). By default such a packet is written by the
+	// reading goroutine at once.
+	Engage bool
+	// QueueLimit is how many packets a pair holds (waiting for their due
+	// time or being written) before it drops new ones; 0 means 10000.
+	QueueLimit int
+	// Seed seeds the loss and jitter draws: for the same packets read in
+	// the same order per host, the same ones are dropped and delayed
+	// alike.
+	Seed int64
+	// Logger receives start, stop and error events; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultQueueLimit is the QueueLimit used when Options leaves it 0.
+const DefaultQueueLimit = 10000
+
+const (
+	// maxPacket bounds an IPv4 packet (its total length is 16 bits).
+	maxPacket = 65535
+	// ipv4HeaderLen is the minimal IPv4 header: enough to read the
+	// destination address.
+	ipv4HeaderLen = 20
+)
+
+// Router forwards IPv4 packets between hosts' devices, shaping each
+// ordered pair of hosts by its Link.
+type Router struct {
+	opts  Options
+	limit int64
+	log   *slog.Logger
+	epoch time.Time // origin of the monotonic nanosecond clock of now
+
+	// coarse makes schedulers sleep on the runtime's timers instead of
+	// timerfds (tests and benchmarks compare the two).
+	coarse bool
+
+	mu      sync.Mutex
+	hosts   []*host
+	byID    map[int]*host
+	links   map[[2]int]Link // by host id, as set
+	started bool
+
+	// Read-only once Run starts (AddHost refuses from then on).
+	byAddr map[[4]byte]int // destination address to host index
+
+	// table is the links by host index, republished whole on every change
+	// so that readers take no lock.
+	table atomic.Pointer[linkTable]
+
+	// schedulers counts the pair goroutines of a Run; readers start them.
+	schedulers sync.WaitGroup
+}
+
+type linkTable struct {
+	n     int
+	links []Link // [from*n+to]
+}
+
+// host is one registered device and its per-destination pairs.
+type host struct {
+	id   int
+	idx  int
+	addr netip.Addr
+	dev  io.ReadWriter
+	out  []*pair // by destination index
+
+	read, notIPv4, noRoute atomic.Uint64
+}
+
+// New returns a Router with no hosts.
+func New(opts Options) *Router {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	limit := int64(opts.QueueLimit)
+	if limit <= 0 {
+		limit = DefaultQueueLimit
+	}
+	r := &Router{
+		opts:   opts,
+		limit:  limit,
+		log:    log,
+		epoch:  time.Now(),
+		byID:   map[int]*host{},
+		links:  map[[2]int]Link{},
+		byAddr: map[[4]byte]int{},
+	}
+	r.table.Store(&linkTable{})
+	return r
+}
+
+// now is the time since the router's epoch on the monotonic clock, in ns.
+func (r *Router) now() int64 { return int64(time.Since(r.epoch)) }
+
+// AddHost registers a host: packets read from dev are routed by their
+// destination IPv4 address; packets for addr are written to dev. It must
+// be called before Run.
+//
+// Each Read of dev must return exactly one IPv4 packet and each Write must
+// take one, as a TUN device opened with IFF_NO_PI does. Write must be safe
+// for concurrent use (an *os.File is) and should not block: it is called
+// by the goroutine reading the source host for unshaped packets, and by
+// the pair's scheduler otherwise. See Run for how reads are stopped.
+func (r *Router) AddHost(id int, addr netip.Addr, dev io.ReadWriter) error {
+	addr = addr.Unmap()
+	if !addr.Is4() {
+		return fmt.Errorf("shaper: host %d: address %v is not IPv4", id, addr)
+	}
+	if dev == nil {
+		return fmt.Errorf("shaper: host %d: nil device", id)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return fmt.Errorf("shaper: host %d added after Run", id)
+	}
+	if _, dup := r.byID[id]; dup {
+		return fmt.Errorf("shaper: host %d added twice", id)
+	}
+	if i, dup := r.byAddr[addr.As4()]; dup {
+		return fmt.Errorf("shaper: host %d: address %v is host %d's", id, addr, r.hosts[i].id)
+	}
+	h := &host{id: id, idx: len(r.hosts), addr: addr, dev: dev}
+	r.hosts = append(r.hosts, h)
+	r.byID[id] = h
+	r.byAddr[addr.As4()] = h.idx
+	for _, o := range r.hosts {
+		o.out = append(o.out, newPair(o, h))
+		if o != h {
+			h.out = append(h.out, newPair(h, o))
+		}
+	}
+	// Both loops run in index order, so h.out[i] is the pair h→host i.
+	r.publishLocked()
+	return nil
+}
+
+// SetLink replaces the shaping from host from to host to. It applies to
+// packets read after it returns; packets already queued keep their
+// schedule. It is safe to call at any time, concurrently with Run; links
+// of ids not (yet) added are kept and apply once they are.
+func (r *Router) SetLink(from, to int, l Link) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l == (Link{}) {
+		delete(r.links, [2]int{from, to})
+	} else {
+		r.links[[2]int{from, to}] = l
+	}
+	r.publishLocked()
+}
+
+// publishLocked rebuilds the link table for the readers.
+func (r *Router) publishLocked() {
+	n := len(r.hosts)
+	t := &linkTable{n: n, links: make([]Link, n*n)}
+	for k, l := range r.links {
+		a, b := r.byID[k[0]], r.byID[k[1]]
+		if a != nil && b != nil {
+			t.links[a.idx*n+b.idx] = l
+		}
+	}
+	r.table.Store(t)
+}
+
+// deadliner is implemented by devices whose blocked reads can be
+// interrupted, such as an *os.File on a non-blocking TUN descriptor.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+}
+
+// Run forwards packets until ctx ends, a device read fails, or every
+// device is closed, and returns once all of its goroutines have exited.
+// It can be called once.
+//
+// When ctx ends, Run sets a read deadline in the past on every device
+// that has SetReadDeadline (an *os.File opened non-blocking on a TUN fd
+// does), which unblocks its reader. A device without it must be closed by
+// the caller after ctx ends (its Read then returning os.ErrClosed, io.EOF
+// or any error), or Run does not return. Packets still queued are
+// discarded.
+//
+// A Read failing with os.ErrClosed, net.ErrClosed or io.EOF stops reading
+// that device only; os.ErrDeadlineExceeded while ctx is live is taken for
+// a stray deadline, which is cleared. Any other read error stops the
+// Router and is returned. Write errors are counted per pair, never fatal.
+// Run returns nil when stopped by ctx or by closed devices.
+func (r *Router) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("shaper: Run called twice")
+	}
+	r.started = true
+	hosts := r.hosts
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		readers sync.WaitGroup
+		errOnce sync.Once
+		runErr  error
+	)
+	r.log.Debug("shaper running", "hosts", len(hosts), "engage", r.opts.Engage)
+	for _, h := range hosts {
+		readers.Go(func() {
+			if err := r.readLoop(ctx, h); err != nil {
+				errOnce.Do(func() { runErr = err })
+				cancel()
+			}
+		})
+	}
+	// Readers start the schedulers, so all Adds happen before this Wait.
+	readers.Wait()
+	cancel()
+	r.schedulers.Wait()
+	if runErr != nil {
+		r.log.Error("shaper stopped", "err", runErr)
+	} else {
+		r.log.Debug("shaper stopped")
+	}
+	return runErr
+}
+
+// readLoop reads one device until it stops (see Run).
+func (r *Router) readLoop(ctx context.Context, h *host) error {
+	dl, _ := h.dev.(deadliner)
+	if dl != nil {
+		stop := context.AfterFunc(ctx, func() { dl.SetReadDeadline(time.Now()) })
+		defer stop()
+	}
+	// One scratch buffer per device: unshaped packets are written from it
+	// without a copy; queued ones are copied into pooled buffers.
+	buf := make([]byte, maxPacket)
+	rng := rand.New(rand.NewPCG(uint64(r.opts.Seed), uint64(h.idx)))
+	for {
+		n, err := h.dev.Read(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded) && dl != nil:
+				// Not ours: ours are only set once ctx has ended. Clear
+				// it; checking ctx again orders this before our own.
+				dl.SetReadDeadline(time.Time{})
+				if ctx.Err() != nil {
+					return nil
+				}
+				continue
+			case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, os.ErrClosed),
+				errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF):
+				r.log.Debug("shaper device closed", "host", h.id, "err", err)
+				return nil
+			}
+			return fmt.Errorf("shaper: read host %d: %w", h.id, err)
+		}
+		if n == 0 {
+			continue
+		}
+		h.read.Add(1)
+		r.route(ctx, h, buf[:n], rng)
+	}
+}
+
+// route shapes one packet read from h. It runs on h's reader goroutine,
+// which alone enqueues to h's pairs and owns their schedule state.
+func (r *Router) route(ctx context.Context, h *host, pkt []byte, rng *rand.Rand) {
+	if len(pkt) < ipv4HeaderLen || pkt[0]>>4 != 4 {
+		h.notIPv4.Add(1)
+		return
+	}
+	d, ok := r.byAddr[[4]byte(pkt[16:20])]
+	if !ok {
+		h.noRoute.Add(1)
+		return
+	}
+	p := h.out[d]
+	t := r.table.Load()
+	l := &t.links[h.idx*t.n+d]
+	switch {
+	case l.Down:
+		p.down.Add(1)
+	case l.Loss > 0 && rng.Float64() < l.Loss:
+		p.lost.Add(1)
+	case !r.opts.Engage && l.immediate() && p.inflight.Load() == 0:
+		// Nothing of this pair is queued, so writing now cannot overtake
+		// an earlier packet (the scheduler decrements after writing).
+		p.write(ctx, r, pkt)
+	default:
+		r.enqueue(ctx, p, l, pkt, rng)
+	}
+}
+
+// enqueue computes a packet's due time and queues it on its pair.
+func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, pkt []byte, rng *rand.Rand) {
+	if p.inflight.Load() >= r.limit {
+		p.overflow.Add(1)
+		return
+	}
+	now := r.now()
+	due, busy := now, p.busyUntil
+	if l.Rate > 0 {
+		// The link sends one packet at a time; this one arrives once its
+		// last bit is sent, plus the delay.
+		busy = max(now, p.busyUntil) + int64(len(pkt))*8*int64(time.Second)/l.Rate
+		due = busy
+	}
+	delay := int64(l.Delay)
+	if l.Jitter > 0 {
+		delay += int64(rng.NormFloat64() * float64(l.Jitter))
+	}
+	// Never before the previous packet of the pair: FIFO.
+	due = max(due+max(delay, 0), p.lastDue)
+
+	pk := getPacket(pkt)
+	pk.due = due
+	p.mu.Lock()
+	wasEmpty := p.q.len() == 0
+	p.q.push(pk)
+	p.inflight.Add(1)
+	p.mu.Unlock()
+	p.lastDue, p.busyUntil = due, busy
+
+	if !p.started {
+		p.started = true
+		p.hist.Store(new(histogram))
+		r.schedulers.Go(func() { r.schedule(ctx, p) })
+	}
+	if wasEmpty {
+		// The scheduler only waits for a wake-up when its queue is empty:
+		// due times never decrease, so a new packet never becomes the
+		// head of a non-empty queue.
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}

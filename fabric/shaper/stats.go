@@ -1,0 +1,137 @@
+package shaper
+
+import (
+	"math/bits"
+	"sync/atomic"
+	"time"
+)
+
+// PairStats are the counters of one ordered pair of hosts.
+type PairStats struct {
+	Forwarded    uint64 // packets written to the destination device
+	DroppedLoss  uint64 // dropped by the Loss draw
+	DroppedDown  uint64 // dropped because the link was Down
+	DroppedQueue uint64 // tail-dropped: QueueLimit packets were held
+	WriteErrors  uint64 // the destination device's Write failed
+	Queued       int64  // packets held right now (waiting or being written)
+
+	// Scheduled counts the packets that went through the scheduler (those
+	// with a delay, jitter or rate, or all with Options.Engage); the
+	// Late figures are how long after its due time each was handed to
+	// the destination's Write, with ~3% resolution. Packets written
+	// directly are not timed: they have no due time to miss.
+	Scheduled                 uint64
+	LateP50, LateP99, LateMax time.Duration
+}
+
+// HostStats are the counters of packets read from one host that belong to
+// no pair.
+type HostStats struct {
+	Read    uint64 // packets read from the device, all kinds
+	NotIPv4 uint64 // shorter than an IPv4 header or not version 4
+	NoRoute uint64 // IPv4, to an address that is no host's
+}
+
+// Stats reports the counters of every pair that has seen a packet, keyed
+// by {from id, to id}. It is safe to call at any time.
+func (r *Router) Stats() map[[2]int]PairStats {
+	r.mu.Lock() // against AddHost growing h.out; the counters are atomic
+	defer r.mu.Unlock()
+	out := map[[2]int]PairStats{}
+	for _, h := range r.hosts {
+		for _, p := range h.out {
+			s := PairStats{
+				Forwarded:    p.forwarded.Load(),
+				DroppedLoss:  p.lost.Load(),
+				DroppedDown:  p.down.Load(),
+				DroppedQueue: p.overflow.Load(),
+				WriteErrors:  p.writeErrs.Load(),
+				Queued:       p.inflight.Load(),
+			}
+			if hist := p.hist.Load(); hist != nil {
+				s.Scheduled, s.LateP50, s.LateP99, s.LateMax = hist.summary()
+			}
+			if s != (PairStats{}) {
+				out[[2]int{p.from.id, p.to.id}] = s
+			}
+		}
+	}
+	return out
+}
+
+// HostStats reports per-host read counters, keyed by host id.
+func (r *Router) HostStats() map[int]HostStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[int]HostStats, len(r.hosts))
+	for _, h := range r.hosts {
+		out[h.id] = HostStats{Read: h.read.Load(), NotIPv4: h.notIPv4.Load(), NoRoute: h.noRoute.Load()}
+	}
+	return out
+}
+
+// histogram is a log-linear histogram of lateness in microseconds: exact
+// below 64 µs, then 32 buckets per power of two. One goroutine records;
+// any may read.
+type histogram struct {
+	counts [histBuckets]atomic.Uint64
+	max    atomic.Int64 // ns, exact
+}
+
+const (
+	subBits     = 5 // 32 sub-buckets per octave
+	histMaxExp  = 30
+	histBuckets = (histMaxExp + 2) << subBits // up to 2^36 µs
+)
+
+func bucketOf(us uint64) int {
+	if us < 2<<subBits {
+		return int(us)
+	}
+	e := bits.Len64(us) - subBits - 1 // us>>e is in [32, 64)
+	if e > histMaxExp {
+		return histBuckets - 1
+	}
+	return e<<subBits + int(us>>e)
+}
+
+// bucketMid is the middle of bucket i, in µs.
+func bucketMid(i int) float64 {
+	if i < 2<<subBits {
+		return float64(i) + 0.5
+	}
+	e := i>>subBits - 1
+	lo := uint64(i&(1<<subBits-1)+1<<subBits) << e
+	return float64(lo) + float64(uint64(1)<<e)/2
+}
+
+func (h *histogram) record(lateNs int64) {
+	lateNs = max(lateNs, 0)
+	h.counts[bucketOf(uint64(lateNs)/1000)].Add(1)
+	if lateNs > h.max.Load() { // single writer: no CAS needed
+		h.max.Store(lateNs)
+	}
+}
+
+func (h *histogram) summary() (n uint64, p50, p99, maxLate time.Duration) {
+	var counts [histBuckets]uint64
+	for i := range counts {
+		counts[i] = h.counts[i].Load()
+		n += counts[i]
+	}
+	if n == 0 {
+		return 0, 0, 0, 0
+	}
+	q := func(f float64) time.Duration {
+		rank := uint64(f*float64(n-1)) + 1
+		var c uint64
+		for i, k := range counts {
+			if c += k; c >= rank {
+				return time.Duration(bucketMid(i) * float64(time.Microsecond))
+			}
+		}
+		return 0
+	}
+	maxLate = time.Duration(h.max.Load())
+	return n, min(q(0.50), maxLate), min(q(0.99), maxLate), maxLate
+}

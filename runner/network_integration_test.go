@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/coordlab/scenario/fabric"
+)
+
+// geoCluster places three etcd nodes in three regions with a declared RTT
+// matrix and the clients in us-east.
+const geoCluster = `
+cluster "main" {
+  store     = "etcd"
+  nodes     = 3
+  placement = ["us-east", "eu-west", "ap-south"]
+  etcd {
+    heartbeat_interval = "100ms"
+    election_timeout   = "1500ms"
+  }
+}
+
+network {
+  default {
+    rtt = "1ms"
+  }
+  link "us-east" "eu-west" {
+    rtt = "80ms"
+  }
+  link "us-east" "ap-south" {
+    rtt = "190ms"
+  }
+  link "eu-west" "ap-south" {
+    rtt = "150ms"
+  }
+}
+
+workload "w" {
+  region      = "us-east"
+  mix         = { put = 1 }
+  consistency = "linearizable"
+  keyspace    = 200
+  clients     = 20
+  timeout     = "3s"
+}
+`
+
+// geoRTT is geoCluster's RTT matrix in ms, by node index (1-based); the
+// clients sit in us-east with node 1.
+var geoRTT = map[[2]int]float64{
+	{1, 1}: 1, {2, 2}: 1, {3, 3}: 1,
+	{1, 2}: 80, {2, 1}: 80, {1, 3}: 190, {3, 1}: 190, {2, 3}: 150, {3, 2}: 150,
+}
+
+func needFabric(t *testing.T) {
+	t.Helper()
+	if err := fabric.Available(); err != nil {
+		t.Skipf("needs network namespaces: %v", err)
+	}
+}
+
+// TestGeoWriteLatency checks the measured put latency against what raft
+// implies: the client's RTT to the leader, plus the leader's RTT to its
+// nearest follower (a majority of 3 is the leader and one follower), plus
+// an fsync and processing, which on this machine take a few milliseconds.
+func TestGeoWriteLatency(t *testing.T) {
+	needFabric(t)
+	res := runScenario(t, geoCluster+`
+phase "steady" {
+  duration = "10s"
+  load "w" {
+    rate = 20
+  }
+}
+`)
+	if res.Backend["network"] != "namespaces" {
+		t.Fatalf("backend %v: the run did not use the fabric", res.Backend)
+	}
+	var leader int
+	for _, o := range res.Leader {
+		if o.Leader != 0 {
+			if leader != 0 && o.Leader != leader {
+				t.Skipf("leader changed during the phase (%d -> %d): no single expectation", leader, o.Leader)
+			}
+			leader = o.Leader
+		}
+	}
+	if leader == 0 {
+		t.Fatal("no leader observed")
+	}
+	nearest := 1e9
+	for f := 1; f <= 3; f++ {
+		if f != leader {
+			nearest = min(nearest, geoRTT[[2]int{leader, f}])
+		}
+	}
+	expected := geoRTT[[2]int{1, leader}] + nearest
+	p := phase(t, res, "steady")
+	lat := p.Total.Latency
+	if lat == nil {
+		t.Fatal("no latency")
+	}
+	t.Logf("leader n%d: expected put p50 >= %.0f ms (client-leader RTT %.0f + nearest follower %.0f), measured p50 %.1f ms, p99 %.1f ms",
+		leader, expected, geoRTT[[2]int{1, leader}], nearest, lat.P50MS, lat.P99MS)
+	// Below the RTTs is impossible; above by more than 25 ms means the
+	// shaper or the cluster adds delay of its own.
+	if lat.P50MS < expected || lat.P50MS > expected+25 {
+		t.Errorf("put p50 %.1f ms, want between %.0f and %.0f ms", lat.P50MS, expected, expected+25)
+	}
+}
+
+// TestPartitions cuts one follower off; the majority keeps serving.
+// Then the leader is isolated, and the rest elect a new one.
+func TestPartitions(t *testing.T) {
+	needFabric(t)
+	res := runScenario(t, faultCluster+`
+phase "minority" {
+  duration = "8s"
+  load "w" {}
+  fault "partition" {
+    target   = "follower"
+    at       = "2s"
+    duration = "4s"
+  }
+}
+
+phase "leader" {
+  duration = "12s"
+  load "w" {}
+  fault "partition" {
+    target   = "leader"
+    at       = "2s"
+    duration = "6s"
+  }
+}
+`)
+	minority := phase(t, res, "minority")
+	failover(t, minority, 1)
+	if minority.Elections != 0 {
+		t.Errorf("a cut-off follower caused %d elections", minority.Elections)
+	}
+	leader := phase(t, res, "leader")
+	f := failover(t, leader, 1)[0]
+	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > 5000 {
+		t.Errorf("isolated leader: new leader after %v ms, want within 5 s", f.TimeToLeaderMS)
+	}
+	if leader.Elections < 1 {
+		t.Errorf("isolating the leader caused no election")
+	}
+	if f.LagMS == nil || *f.LagMS > 100 {
+		t.Errorf("partition applied %v ms late, want within 100 ms", f.LagMS)
+	}
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), fmt.Sprintf("scn-%d-", os.Getpid())) {
+			t.Errorf("namespace left behind: %s", e.Name())
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/fabric"
+	"github.com/coordlab/scenario/fabric/shaper"
+)
+
+func TestLinkPolicy(t *testing.T) {
+	ms := func(n int) dsl.Duration { return dsl.Duration(time.Duration(n) * time.Millisecond) }
+	hosts := []netHost{
+		{name: "n1", region: "east", node: 1},
+		{name: "n2", region: "east", node: 2},
+		{name: "n3", region: "west", node: 3},
+		{name: "client-east", region: "east"},
+		{name: observerHost, observer: true},
+	}
+	const n1, n2, n3, ce, obs = 0, 1, 2, 3, 4
+	network := dsl.NetworkSpec{
+		Default: dsl.LinkSpec{RTT: ms(100)},
+		Links:   []dsl.LinkSpec{{A: "west", B: "east", RTT: ms(40), Jitter: ms(10), Loss: 1, Bandwidth: 10e6}},
+	}
+	local := shaper.Link{Delay: 50 * time.Millisecond}
+	eastWest := shaper.Link{Delay: 20 * time.Millisecond, Jitter: fabric.JitterPerDirection(10 * time.Millisecond), Loss: 0.01, Rate: 10e6}
+	fault := func(kind string, mod func(*dsl.FaultSpec), targets ...int) netFault {
+		f := dsl.FaultSpec{ID: kind, Kind: kind}
+		switch kind {
+		case dsl.FaultNetwork:
+			f.Network = &dsl.NetworkEffect{}
+		case dsl.FaultPartition:
+			f.Partition = &dsl.PartitionSpec{Direction: dsl.DirectionBoth}
+		}
+		mod(&f)
+		return netFault{spec: f, targets: targets}
+	}
+	type pair struct{ from, to int }
+	tests := []struct {
+		name   string
+		active []netFault
+		want   map[pair]shaper.Link // pairs not listed are not checked
+	}{
+		{
+			name: "declared links both ways, the default within a region, never the observer",
+			want: map[pair]shaper.Link{
+				{n1, n3}: eastWest, {n3, n1}: eastWest, {ce, n3}: eastWest,
+				{n1, n2}: local, {ce, n1}: local, {obs, n3}: {}, {n3, obs}: {},
+			},
+		},
+		{
+			name: "a network fault between regions overrides only what it sets",
+			active: []netFault{fault(dsl.FaultNetwork, func(f *dsl.FaultSpec) {
+				f.Network.Between, f.Network.Loss = []string{"east", "west"}, 50
+			})},
+			want: map[pair]shaper.Link{
+				{n1, n3}: {Delay: 20 * time.Millisecond, Jitter: fabric.JitterPerDirection(10 * time.Millisecond), Loss: 0.5, Rate: 10e6},
+				{n1, n2}: local, {obs, n3}: {},
+			},
+		},
+		{
+			name: "a network fault on a node shapes every path of that node",
+			active: []netFault{fault(dsl.FaultNetwork, func(f *dsl.FaultSpec) {
+				f.Network.RTT = ms(200)
+			}, 2)},
+			want: map[pair]shaper.Link{
+				{n1, n2}: {Delay: 100 * time.Millisecond}, {n2, ce}: {Delay: 100 * time.Millisecond},
+				{n1, n3}: eastWest, {obs, n2}: {},
+			},
+		},
+		{
+			name:   "isolating a node cuts it from nodes and clients, not from the observer",
+			active: []netFault{fault(dsl.FaultPartition, func(*dsl.FaultSpec) {}, 1)},
+			want: map[pair]shaper.Link{
+				{n1, n2}: withDown(local), {n2, n1}: withDown(local), {ce, n1}: withDown(local),
+				{n3, n1}: withDown(eastWest), {n2, n3}: eastWest, {obs, n1}: {}, {n1, obs}: {},
+			},
+		},
+		{
+			name: "region groups, direction to: only traffic into the first group is dropped",
+			active: []netFault{fault(dsl.FaultPartition, func(f *dsl.FaultSpec) {
+				f.Partition.Groups = [][]dsl.Member{{{Region: "west"}}, {{Region: "east"}}}
+				f.Partition.Direction = dsl.DirectionTo
+			})},
+			want: map[pair]shaper.Link{
+				{n1, n3}: withDown(eastWest), {ce, n3}: withDown(eastWest), {n3, n1}: eastWest, {n1, n2}: local,
+			},
+		},
+		{
+			name: "node groups, direction from; hosts in no group keep talking",
+			active: []netFault{fault(dsl.FaultPartition, func(f *dsl.FaultSpec) {
+				f.Partition.Groups = [][]dsl.Member{{{Node: 1}}, {{Node: 2}}}
+				f.Partition.Direction = dsl.DirectionFrom
+			})},
+			want: map[pair]shaper.Link{
+				{n1, n2}: withDown(local), {n2, n1}: local, {n1, n3}: eastWest, {ce, n1}: local,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := linkPolicy(hosts, network, tt.active)
+			for p, want := range tt.want {
+				if g := got[p.from][p.to]; g != want {
+					t.Errorf("%s -> %s: %+v, want %+v", hosts[p.from].name, hosts[p.to].name, g, want)
+				}
+			}
+		})
+	}
+}
+
+func withDown(l shaper.Link) shaper.Link {
+	l.Down = true
+	return l
+}
