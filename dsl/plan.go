@@ -178,7 +178,16 @@ type WorkloadSpec struct {
 	Timeout      Duration   `json:"timeout"`
 	RangeLimit   int        `json:"range_limit,omitempty"`
 	Preload      bool       `json:"preload"`
+	// Endpoints is which members the clients connect to: EndpointsAll
+	// ("" too) or EndpointsLocal.
+	Endpoints string `json:"endpoints,omitempty"`
 }
+
+// Workload endpoint choices.
+const (
+	EndpointsAll   = "all"   // every member, as a client configured with the whole cluster
+	EndpointsLocal = "local" // the members in the clients' region (all if none is there)
+)
 
 // Writes reports whether the workload's mix includes writes.
 func (w WorkloadSpec) Writes() bool {

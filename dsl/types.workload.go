@@ -18,6 +18,7 @@ var workloadSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "key_size"}, {Name: "value_size"}, {Name: "keyspace"}, {Name: "key_prefix"},
 	{Name: "distribution"}, {Name: "zipf_s"}, {Name: "seed"},
 	{Name: "clients"}, {Name: "conns"}, {Name: "timeout"}, {Name: "range_limit"}, {Name: "preload"},
+	{Name: "endpoints"},
 }}
 
 // consistencyModes lists each store's read modes; the first is the store's
@@ -125,6 +126,8 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 		case "preload":
 			w.preloadSet = true
 			w.Spec.Preload, _ = d.boolean(attr)
+		case "endpoints":
+			w.Spec.Endpoints, _ = d.oneOf(attr, []string{EndpointsAll, EndpointsLocal})
 		}
 	}
 	if w.Spec.Distribution == DistZipfian && w.Spec.ZipfS == 0 {

@@ -2,9 +2,12 @@
 #
 # Write latency in a geo-distributed raft cluster is set by the network: a put
 # is acknowledged once the leader has the entry on a majority, so its latency
-# is the client's RTT to the leader plus the leader's RTT to its nearest
-# follower plus an fsync. The steady phase measures that; the failover phase
-# kills the leader and measures how long writes stop.
+# is the clients' RTT to their member, plus that member's RTT to the leader
+# (it forwards the put unless it leads), plus the leader's RTT to its nearest
+# follower, plus an fsync. The steady phase measures that; the failover phase
+# kills the leader and measures how long writes stop. Needs root: every node
+# and the clients get a network namespace, and the links between them go
+# through scenario's userspace shaper.
 #
 #   scenario validate examples/etcd-geo.hcl
 #   scenario plan examples/etcd-geo.hcl
@@ -62,10 +65,11 @@ workload "writers" {
   consistency = "linearizable" # or "serializable": read from the local member
   key_size    = 32
   value_size  = "1KiB"
-  keyspace    = 10000
-  clients     = 20
+  keyspace    = 1000
+  clients     = 100 # open loop: enough clients that none waits at 100 req/s
   conns       = 4
   timeout     = "3s"
+  endpoints   = "local" # connect to the member in us-east, which forwards to the leader; "all" spreads over every member
 }
 
 phase "warmup" {
@@ -95,8 +99,8 @@ phase "failover" {
 }
 
 check "steady write p99" {
-  condition = phase.steady.put.p99 < ms(600)
-  message   = "writes should cost about one cross-region round trip plus fsync"
+  condition = phase.steady.put.p99 < ms(1000)
+  message   = "a put costs the clients' RTT to the leader plus the leader's RTT to its nearest follower plus an fsync: at most 190 + 150 ms here, wherever the leader is"
 }
 
 check "failover availability" {

@@ -125,7 +125,7 @@ func (x *execution) openClients(ctx context.Context) error {
 		}
 		cl, err := x.drv.newClient(ctx, stores.ClientOptions{
 			Dial:        dial,
-			Endpoints:   x.eps,
+			Endpoints:   x.clientEndpoints(w),
 			Conns:       w.Conns,
 			Consistency: w.Consistency,
 			Timeout:     w.Timeout.D(),
@@ -137,6 +137,25 @@ func (x *execution) openClients(ctx context.Context) error {
 		x.clients[w.Name] = cl
 	}
 	return nil
+}
+
+// clientEndpoints are the members a workload's clients connect to: all of
+// them, or with endpoints = "local" those in the clients' region (all if
+// none is there).
+func (x *execution) clientEndpoints(w dsl.WorkloadSpec) []stores.Endpoint {
+	if w.Endpoints != dsl.EndpointsLocal {
+		return x.eps
+	}
+	var local []stores.Endpoint
+	for _, ep := range x.eps {
+		if x.cluster.Placement[ep.Node-1] == w.Region {
+			local = append(local, ep)
+		}
+	}
+	if len(local) == 0 {
+		return x.eps
+	}
+	return local
 }
 
 func (x *execution) closeClients() {

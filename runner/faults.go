@@ -12,6 +12,7 @@ import (
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/results"
 )
 
@@ -52,6 +53,7 @@ type faultOcc struct {
 	// Written by the occurrence's goroutine; read after wg.Wait.
 	leader    int // the leader when the fault fired, 0 if none
 	targets   []int
+	watch     *metrics.WriteWatch
 	active    *faults.Active // node and disk faults
 	applied   time.Time      // zero if the fault never took effect
 	undo      func(context.Context) error
@@ -129,6 +131,7 @@ func (d *faultDriver) play(o *faultOcc) {
 		// unexpected.
 		d.x.expectDown(o.targets, 1)
 	}
+	o.watch = d.x.coll.WatchWrites(time.Since(d.x.base))
 	if netKind(o.spec.Kind) {
 		o.applied, o.undo = d.x.net.inject(o.spec, o.targets)
 	} else {
@@ -136,6 +139,9 @@ func (d *faultDriver) play(o *faultOcc) {
 		if o.err == nil {
 			o.applied, o.undo = o.active.AppliedAt(), o.active.Recover
 		}
+	}
+	if o.err == nil {
+		o.watch.Fix(o.applied.Sub(d.x.base))
 	}
 	if o.err != nil {
 		if takesDown {
@@ -288,10 +294,16 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 	if dl, ok := x.coll.Leader().FirstLeaderAfter(applied, excluded); ok {
 		f.TimeToLeaderMS = msPtr(dl)
 	}
-	if dw, ok := x.coll.FirstWriteAfter(applied); ok {
-		f.TimeToWriteMS = msPtr(dw)
-	}
-	if start, end, ok := x.coll.WriteOutage(applied); ok {
+	// Recovery is the first write the cluster accepted from a client that
+	// asked after the fault; the outage is the longest stretch without a
+	// completed write from the last one before the fault to that one.
+	if first, ok := o.watch.First(); ok {
+		f.TimeToWriteMS = msPtr(first - applied)
+		last, ok := x.coll.LastWriteBefore(applied)
+		if !ok {
+			last = applied
+		}
+		start, end := x.coll.LongestWriteGap(last, first)
 		f.Unavailable = &results.Window{StartMS: results.MS(start), EndMS: results.MS(end)}
 	}
 	if o.active == nil {

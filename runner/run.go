@@ -87,7 +87,7 @@ const (
 // results.Results.Passed). Every process and directory the run created is
 // removed before Run returns, unless opts.Keep.
 func Run(ctx context.Context, plan *dsl.Plan, opts Options) (*results.Results, error) {
-	if err := checkSupported(plan); err != nil {
+	if err := checkSupported(plan, fabric.Available); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/fabric"
 )
 
 // faultImplemented reports whether the runner can inject a fault kind.
@@ -19,7 +18,9 @@ func faultImplemented(kind string) bool {
 
 // checkSupported refuses, by name and before anything starts, every feature
 // of a valid plan that the runner cannot run yet.
-func checkSupported(p *dsl.Plan) error {
+// netAvailable says why network shaping cannot run here (fabric.Available
+// outside tests).
+func checkSupported(p *dsl.Plan, netAvailable func() error) error {
 	var missing []string
 	if len(p.Clusters) != 1 {
 		missing = append(missing, fmt.Sprintf("%d clusters in one scenario (one cluster per scenario for now)", len(p.Clusters)))
@@ -33,7 +34,7 @@ func checkSupported(p *dsl.Plan) error {
 		}
 	}
 	if needsFabric(p) {
-		if err := fabric.Available(); err != nil {
+		if err := netAvailable(); err != nil {
 			missing = append(missing, "network shaping and partitions (the network block or network/partition faults): "+err.Error())
 		}
 	}

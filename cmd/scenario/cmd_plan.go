@@ -91,8 +91,12 @@ func writePlanText(w io.Writer, p *dsl.Plan) {
 		if wl.Preload {
 			preload = ", preload"
 		}
+		from := wl.Region
+		if wl.Endpoints == dsl.EndpointsLocal {
+			from += " (local members)"
+		}
 		fmt.Fprintf(tw, "  %s\t-> %s from %s\t%s\t%s\t%d keys %s, key %dB, value %s%s\t%d clients / %d conns, timeout %s\n",
-			wl.Name, wl.Cluster, wl.Region, strings.Join(mix, ", "), wl.Consistency, wl.Keyspace, wl.Distribution,
+			wl.Name, wl.Cluster, from, strings.Join(mix, ", "), wl.Consistency, wl.Keyspace, wl.Distribution,
 			wl.KeySize, dsl.FormatBytes(int64(wl.ValueSize)), preload, wl.Clients, wl.Conns, wl.Timeout)
 	}
 	tw.Flush()

@@ -256,16 +256,10 @@ func TestRunRefusals(t *testing.T) {
 		stderr *regexp.Regexp
 	}{
 		{
-			name: "network shaping needs the fabric",
-			src: smokeScenario(passingCheck) + `
-network {
-  default {
-    rtt = "10ms"
-  }
-}
-`,
+			name:   "the docker provider is not implemented yet",
+			src:    strings.Replace(smokeScenario(passingCheck), `nodes = 3`, "nodes = 3\n  provider = \"docker\"", 1),
 			code:   exitInvalid,
-			stderr: regexp.MustCompile(`network shaping`),
+			stderr: regexp.MustCompile(`provider "docker"`),
 		},
 		{
 			name:   "zookeeper has no runner yet",

@@ -58,6 +58,7 @@ type Collector struct {
 	late     int64 // samples that arrived after their second was sealed
 	clamped  int64 // latencies above the histogram range
 	logErr   error // first interval-log encoding error
+	watches  []*WriteWatch
 }
 
 type opKey struct{ workload, op string }
@@ -260,6 +261,9 @@ func (c *Collector) add(s *Sample) {
 		if s.Write {
 			c.writes.add(s.End, c.phases)
 			st.writes.add(s.End, c.phases)
+			for _, w := range c.watches {
+				w.observe(s.Start, s.End)
+			}
 		}
 	} else {
 		row.errs++
@@ -360,30 +364,89 @@ func (c *Collector) putHist(h *hdr.Histogram) {
 	}
 }
 
-// FirstWriteAfter returns how long after t the first successful write
-// completed, for failover measurements. Writes in flight at t that complete
-// after it count: the store accepted them after t. ok is false when no
-// write completed after t.
-func (c *Collector) FirstWriteAfter(t time.Duration) (d time.Duration, ok bool) {
+// LastWriteBefore returns when the last successful write completed
+// strictly before t; ok is false when none did.
+func (c *Collector) LastWriteBefore(t time.Duration) (at time.Duration, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.merge()
-	w, ok := c.writes.log.firstAfter(t)
-	if !ok {
-		return 0, false
-	}
-	return w - t, true
+	return c.writes.log.lastBefore(t)
 }
 
-// WriteOutage returns the stretch without a successful write that contains
-// t: from the last write completed before t (or the run's start) to the
-// first completed at or after it. ok is false when no write completed
-// after t, in which case end is meaningless.
-func (c *Collector) WriteOutage(t time.Duration) (start, end time.Duration, ok bool) {
+// WriteWatch finds the first successful write sent at or after a fault took
+// effect: the first write the cluster accepted from clients that asked
+// after the fault. (A write already in flight at the fault may still
+// complete just after it, and says nothing about recovery.)
+type WriteWatch struct {
+	c     *Collector
+	from  time.Duration
+	fixed bool       // from is final: only first matters
+	spans [][2]int64 // before fixed: writes sent at or after from
+	first time.Duration
+	ok    bool
+}
+
+// WatchWrites starts collecting the writes sent at or after t, from now
+// on. Call it just before injecting a fault, and Fix once the fault's
+// effective time is known.
+func (c *Collector) WatchWrites(t time.Duration) *WriteWatch {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.merge()
-	start, _ = c.writes.log.lastBefore(t)
-	end, ok = c.writes.log.firstAfter(t)
-	return start, end, ok
+	w := &WriteWatch{c: c, from: t}
+	c.watches = append(c.watches, w)
+	return w
+}
+
+// observe notes a successful write. c.mu is held.
+func (w *WriteWatch) observe(start, end time.Duration) {
+	if start < w.from {
+		return
+	}
+	if !w.fixed {
+		w.spans = append(w.spans, [2]int64{int64(start), int64(end)})
+		return
+	}
+	if !w.ok || end < w.first {
+		w.first, w.ok = end, true
+	}
+}
+
+// Fix sets the instant the watch measures from (not before the one it was
+// started with) and keeps only what it needs from then on.
+func (w *WriteWatch) Fix(t time.Duration) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	w.c.merge()
+	w.from, w.fixed = max(t, w.from), true
+	for _, sp := range w.spans {
+		w.observe(time.Duration(sp[0]), time.Duration(sp[1]))
+	}
+	w.spans = nil
+}
+
+// First returns when the first successful write sent at or after the
+// watch's instant completed; ok is false when none did.
+func (w *WriteWatch) First() (end time.Duration, ok bool) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	w.c.merge()
+	if !w.fixed {
+		for _, sp := range w.spans {
+			if !w.ok || time.Duration(sp[1]) < w.first {
+				w.first, w.ok = time.Duration(sp[1]), true
+			}
+		}
+	}
+	return w.first, w.ok
+}
+
+// LongestWriteGap returns the longest stretch between successive
+// successful write completions in [from, to], counting from and to as
+// completions.
+func (c *Collector) LongestWriteGap(from, to time.Duration) (start, end time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.merge()
+	return c.writes.log.longestGap(from, to)
 }

@@ -291,17 +291,16 @@ func TestGapCacheExact(t *testing.T) {
 		}
 		for range 20 {
 			at := time.Duration(rng.Int64N(int64(21 * s)))
-			got, ok := c.FirstWriteAfter(at)
+			got, ok := c.LastWriteBefore(at)
 			var want time.Duration
 			found := false
 			for _, e := range sortedCopy(ends) {
-				if e >= at {
-					want, found = e-at, true
-					break
+				if e < at {
+					want, found = e, true
 				}
 			}
 			if ok != found || got != want {
-				t.Fatalf("FirstWriteAfter(%v) = %v, %v; want %v, %v", at, got, ok, want, found)
+				t.Fatalf("LastWriteBefore(%v) = %v, %v; want %v, %v", at, got, ok, want, found)
 			}
 		}
 	}
@@ -317,55 +316,42 @@ func sortedCopy(d []time.Duration) []time.Duration {
 	return out
 }
 
-func TestFirstWriteAfter(t *testing.T) {
-	c := newTestCollector(span("p", 0, 20*s))
-	record(c,
-		put(1*s, 1*s, 1*s+10*ms, ""),
-		put(5*s, 5*s, 7*s+300*ms, ""), // in flight at the fault, accepted after it
-		put(6*s, 6*s, 6*s+1, dsl.ErrUnavailable),
-		get(5*s, 5*s, 5*s+100*ms, ""), // reads do not count
-	)
-	tests := []struct {
-		at     time.Duration
-		want   time.Duration
-		wantOK bool
-	}{
-		{0, 1*s + 10*ms, true},
-		{1*s + 10*ms, 0, true},
-		{5 * s, 2*s + 300*ms, true},
-		{8 * s, 0, false},
-	}
-	for _, tt := range tests {
-		got, ok := c.FirstWriteAfter(tt.at)
-		if got != tt.want || ok != tt.wantOK {
-			t.Errorf("FirstWriteAfter(%v) = %v, %v; want %v, %v", tt.at, got, ok, tt.want, tt.wantOK)
-		}
-	}
-}
-
-func TestWriteOutage(t *testing.T) {
+func TestFailoverWrites(t *testing.T) {
 	c := newTestCollector(span("p", 0, 20*s))
 	record(c,
 		put(1*s, 1*s, 1*s+10*ms, ""),
 		put(2*s, 2*s, 2*s+20*ms, ""),
-		put(3*s, 3*s, 6*s+300*ms, ""),
-		put(4*s, 4*s, 4*s+1, dsl.ErrTimeout),
 	)
-	tests := []struct {
-		at         time.Duration
-		start, end time.Duration
-		ok         bool
-	}{
-		{500 * ms, 0, 1*s + 10*ms, true},
-		{2*s + 500*ms, 2*s + 20*ms, 6*s + 300*ms, true},
-		{2*s + 20*ms, 1*s + 10*ms, 2*s + 20*ms, true},
-		{7 * s, 6*s + 300*ms, 0, false},
+	// A fault at 3 s; the watch starts a little before it took effect.
+	w := c.WatchWrites(2*s + 900*ms)
+	record(c,
+		put(2*s+950*ms, 2*s+950*ms, 3*s+5*ms, ""), // sent before the fault took effect
+		put(2*s+990*ms, 2*s+990*ms, 3*s+2*ms, ""), // in flight at the fault
+		put(3*s+100*ms, 3*s+100*ms, 3*s+200*ms, dsl.ErrUnavailable),
+		put(3*s+500*ms, 3*s+500*ms, 5*s, ""),      // the first sent after it
+		put(4*s, 4*s, 4*s+800*ms, dsl.ErrTimeout), // failures never count
+		put(5*s, 5*s, 5*s+10*ms, ""),
+	)
+	w.Fix(3 * s)
+	first, ok := w.First()
+	if !ok || first != 5*s {
+		t.Errorf("first write sent after the fault completed at %v, %v; want 5s", first, ok)
 	}
-	for _, tt := range tests {
-		start, end, ok := c.WriteOutage(tt.at)
-		if start != tt.start || ok != tt.ok || (ok && end != tt.end) {
-			t.Errorf("WriteOutage(%v) = %v, %v, %v; want %v, %v, %v", tt.at, start, end, ok, tt.start, tt.end, tt.ok)
-		}
+	last, ok := c.LastWriteBefore(3 * s)
+	if !ok || last != 2*s+20*ms {
+		t.Errorf("LastWriteBefore(3s) = %v, %v; want 2.02s", last, ok)
+	}
+	if _, ok := c.LastWriteBefore(time.Second); ok {
+		t.Error("LastWriteBefore(1s) found a write")
+	}
+	start, end := c.LongestWriteGap(last, first)
+	if start != 3*s+5*ms || end != 5*s {
+		t.Errorf("LongestWriteGap = [%v, %v], want [3.005s, 5s]: the stragglers after the fault are not recovery", start, end)
+	}
+	late := c.WatchWrites(6 * s)
+	late.Fix(6 * s)
+	if _, ok := late.First(); ok {
+		t.Error("a watch after the last write found one")
 	}
 }
 

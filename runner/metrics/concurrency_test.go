@@ -49,7 +49,12 @@ func TestConcurrentSinks(t *testing.T) {
 			c.seal(k % 4) // seals lag behind the data, as in a real run
 			c.mu.Unlock()
 			_ = c.Snapshot()
-			_, _ = c.FirstWriteAfter(time.Duration(k%10) * s)
+			_, _ = c.LastWriteBefore(time.Duration(k%10) * s)
+			if k%5 == 0 {
+				w := c.WatchWrites(time.Duration(k%10) * s)
+				w.Fix(time.Duration(k%10)*s + ms)
+				_, _ = w.First()
+			}
 		}
 	}()
 	wg.Wait()

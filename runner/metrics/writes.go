@@ -76,18 +76,6 @@ func (c *writeChunk) times(k int, buf []time.Duration) []time.Duration {
 	return buf
 }
 
-// firstAfter returns the earliest write at or after t.
-func (w *writeLog) firstAfter(t time.Duration) (time.Duration, bool) {
-	var buf []time.Duration
-	for k := max(secondOf(t), 0); k < len(w.chunks); k++ {
-		buf = w.chunks[k].times(k, buf)
-		if i, _ := slices.BinarySearch(buf, t); i < len(buf) {
-			return buf[i], true
-		}
-	}
-	return 0, false
-}
-
 // lastBefore returns the latest write strictly before t.
 func (w *writeLog) lastBefore(t time.Duration) (time.Duration, bool) {
 	var buf []time.Duration
@@ -98,6 +86,30 @@ func (w *writeLog) lastBefore(t time.Duration) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// longestGap returns the longest stretch between successive writes in
+// [from, to], from and to counting as writes.
+func (w *writeLog) longestGap(from, to time.Duration) (start, end time.Duration) {
+	start, end = from, from
+	prev := from
+	var buf []time.Duration
+	for k := max(secondOf(from), 0); k < len(w.chunks) && k <= secondOf(to); k++ {
+		buf = w.chunks[k].times(k, buf)
+		for _, t := range buf {
+			if t <= from || t > to {
+				continue
+			}
+			if t-prev > end-start {
+				start, end = prev, t
+			}
+			prev = t
+		}
+	}
+	if to-prev > end-start {
+		start, end = prev, to
+	}
+	return start, end
 }
 
 // gapScan computes the longest stretches without a write, per phase and

@@ -209,8 +209,9 @@ type Failover struct {
 	// TimeToLeaderMS is the time from AppliedMS until a leader other than
 	// the one the fault removed was observed; null if none was.
 	TimeToLeaderMS *float64 `json:"time_to_leader_ms"`
-	// TimeToWriteMS is the time from AppliedMS to the completion of the first
-	// successful write after it; null if there was none.
+	// TimeToWriteMS is the time from AppliedMS to the completion of the
+	// first successful write sent after it (writes in flight at the fault
+	// that complete just after it say nothing of recovery); null if none.
 	TimeToWriteMS *float64 `json:"time_to_write_ms"`
 	// LagMS is AppliedMS - PlannedMS: how late the fault took effect
 	// (target resolution, signals, a graceful stop's wait); null if it

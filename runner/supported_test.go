@@ -1,0 +1,89 @@
+package runner
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/coordlab/scenario/dsl"
+)
+
+func TestCheckSupported(t *testing.T) {
+	const cluster = `
+cluster "main" {
+  store = "etcd"
+  nodes = 3
+}
+workload "w" {
+  mix = { put = 1 }
+}
+`
+	noRoot := func() error { return errors.New("network shaping and partitions need root") }
+	ok := func() error { return nil }
+	tests := []struct {
+		name  string
+		src   string
+		avail func() error
+		want  []string // substrings of the refusal; none: accepted
+	}{
+		{name: "loopback needs nothing", src: cluster + `phase "p" {
+  duration = "1s"
+  load "w" {}
+}`, avail: noRoot},
+		{name: "shaping without root is refused, saying why", src: cluster + `network {
+  default {
+    rtt = "10ms"
+  }
+}
+phase "p" {
+  duration = "1s"
+  load "w" {}
+}`, avail: noRoot, want: []string{"network shaping and partitions", "need root"}},
+		{name: "a partition without root is refused", src: cluster + `phase "p" {
+  duration = "2s"
+  load "w" {}
+  fault "partition" {
+    target = "leader"
+  }
+}`, avail: noRoot, want: []string{"need root"}},
+		{name: "shaping with root runs", src: cluster + `network {
+  default {
+    rtt = "10ms"
+  }
+}
+phase "p" {
+  duration = "1s"
+  load "w" {}
+}`, avail: ok},
+		{name: "other stores are refused by name", src: strings.Replace(cluster, `"etcd"`, `"consul"`, 1) + `phase "p" {
+  duration = "1s"
+  load "w" {}
+}`, avail: ok, want: []string{`store "consul"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			build, diags := dsl.Load(hclparse.NewParser(), "t.hcl", []byte(tt.src), dsl.VarOptions{})
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			err := checkSupported(build.Plans[0], tt.avail)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) {
+				t.Fatalf("got %v, want an UnsupportedError", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("refusal %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
