@@ -24,6 +24,7 @@ cluster "main" {
 
 workload "put" {
   mix        = { put = 1 }
+  key_prefix = "k"
   key_size   = 8
   value_size = 256
   keyspace   = 100000

@@ -333,7 +333,10 @@ type DiskSpec struct {
 	Rate        int64 `json:"rate,omitempty"` // bytes per second; 0 = unlimited
 	BlockSize   int64 `json:"block_size"`
 	Fsync       bool  `json:"fsync"`
-	Parallelism int   `json:"parallelism"`
+	Parallelism int   `json:"parallelism"` // competing writers per node; 0 with Throttle only
+	// Throttle limits the node's own writes to this many bytes per second
+	// on its data directory's device (cgroup v1 blkio); 0 = no throttle.
+	Throttle int64 `json:"throttle,omitempty"`
 }
 
 // CheckSpec is a check to evaluate after the run. Condition is HCL source,

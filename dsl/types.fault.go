@@ -43,7 +43,7 @@ var faultKinds = map[string]faultKind{
 	FaultRestart: {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
 	FaultPause:   {target: targetRequired, windowed: true},
 	FaultDisk: {
-		attrs: []string{"rate", "block_size", "fsync", "parallelism"}, target: targetRequired, windowed: true,
+		attrs: []string{"rate", "block_size", "fsync", "parallelism", "throttle"}, target: targetRequired, windowed: true,
 		decode: decodeDiskFault,
 	},
 }
@@ -351,9 +351,24 @@ func decodeDiskFault(f *Fault, a hcl.Attributes, d *decoder) {
 	if attr, ok := a["fsync"]; ok {
 		disk.Fsync, _ = d.boolean(attr)
 	}
+	if attr, ok := a["throttle"]; ok {
+		if s, ok := d.str(attr); ok {
+			n, err := ParseSize(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
+			if err != nil || !strings.HasSuffix(strings.TrimSpace(s), "/s") || n <= 0 {
+				d.errorf(attr.Expr.Range(), "Invalid disk throttle", "Limit the node's own writes to bytes per second, such as \"1MiB/s\".")
+			} else {
+				disk.Throttle = n
+			}
+		}
+	}
 	if attr, ok := a["parallelism"]; ok {
-		n, _ := d.integer(attr, 1, 64)
+		// 0 writers makes sense only when the fault throttles the node.
+		n, _ := d.integer(attr, 0, 64)
 		disk.Parallelism = int(n)
+		if n == 0 && disk.Throttle == 0 {
+			d.errorf(attr.Expr.Range(), "Disk fault does nothing",
+				"parallelism = 0 starts no competing writer; set throttle = \"1MiB/s\" to limit the node's own writes instead, or use parallelism >= 1.")
+		}
 	}
 }
 

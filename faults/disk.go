@@ -34,6 +34,13 @@ type DiskStats struct {
 	Bytes  int64
 	// Fsync latency percentiles; zero when the fault does not fsync.
 	FsyncP50, FsyncP99, FsyncMax time.Duration
+	// ThrottleBPS is the write limit put on the nodes, 0 if none.
+	ThrottleBPS int64
+	// ThrottledBytes is what the nodes wrote to their device through the
+	// throttle. Zero while they kept writing means the throttle was not
+	// effective: cgroup v1 charges only writes a process submits itself
+	// (direct or synced I/O), not page-cache writeback done later for it.
+	ThrottledBytes int64
 }
 
 // ContentionDir is where a disk fault's writers put their files for n: next

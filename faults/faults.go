@@ -29,6 +29,7 @@ type Node interface {
 	Pause() error
 	Resume() error
 	Running() bool
+	PID() int
 }
 
 // DefaultStopGrace is how long a stop fault waits between SIGTERM and
@@ -145,7 +146,13 @@ func (in *Injector) inject(ctx context.Context, f dsl.FaultSpec, targets []int) 
 		err = a.each(func(n Node) error { return n.Pause() })
 		a.appliedAt = time.Now()
 	case dsl.FaultDisk:
-		a.disk, err = startDisk(ctx, f.Disk, a.nodes, in.log.With("fault", f.ID))
+		log := in.log.With("fault", f.ID)
+		if f.Disk != nil && f.Disk.Throttle > 0 {
+			a.throttles, err = startThrottle(a.nodes, f.Disk.Throttle, log)
+		}
+		if err == nil && f.Disk != nil && f.Disk.Parallelism > 0 {
+			a.disk, err = startDisk(ctx, f.Disk, a.nodes, log)
+		}
 		a.appliedAt = time.Now()
 	}
 	if err != nil {
@@ -167,7 +174,9 @@ type Active struct {
 	targets   []int
 	nodes     []Node // nodes[i] is node targets[i]
 	appliedAt time.Time
-	disk      *diskLoad // disk faults only
+	disk      *diskLoad   // disk faults with competing writers
+	throttles []*throttle // disk faults that throttle the nodes
+	throttled int64       // bytes the throttled groups wrote, kept after recovery
 
 	// A scheduled restart: cancel abandons it, done is closed when its
 	// goroutine has returned. Nil when none was scheduled.
@@ -189,10 +198,31 @@ func (a *Active) Targets() []int { return slices.Clone(a.targets) }
 // every writer of every target; false for other kinds. It stays readable
 // after Recover.
 func (a *Active) DiskStats() (DiskStats, bool) {
-	if a.disk == nil {
+	if a.fault.Kind != dsl.FaultDisk {
 		return DiskStats{}, false
 	}
-	return a.disk.stats(), true
+	var s DiskStats
+	if a.disk != nil {
+		s = a.disk.stats()
+	}
+	if a.fault.Disk != nil && a.fault.Disk.Throttle > 0 {
+		a.mu.Lock()
+		s.ThrottleBPS, s.ThrottledBytes = a.fault.Disk.Throttle, a.throttledLocked()
+		a.mu.Unlock()
+	}
+	return s, true
+}
+
+// throttledLocked sums what the throttled groups wrote. a.mu is held.
+func (a *Active) throttledLocked() int64 {
+	if a.throttles == nil {
+		return a.throttled
+	}
+	var n int64
+	for _, t := range a.throttles {
+		n += t.written()
+	}
+	return n
 }
 
 // Recover ends the fault:
@@ -253,10 +283,22 @@ func (a *Active) recover(ctx context.Context) error {
 			return n.Resume()
 		})
 	case dsl.FaultDisk:
-		if a.disk == nil {
-			return nil
+		var errs []error
+		if a.throttles != nil {
+			a.throttled = a.throttledLocked()
+			for _, t := range a.throttles {
+				if err := t.stop(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if len(errs) == 0 {
+				a.throttles = nil
+			}
 		}
-		return a.disk.stop(ctx)
+		if a.disk != nil {
+			errs = append(errs, a.disk.stop(ctx))
+		}
+		return errors.Join(errs...)
 	}
 	return nil
 }

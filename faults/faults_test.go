@@ -324,3 +324,67 @@ func TestInjectErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestDiskThrottle(t *testing.T) {
+	if err := faults.ThrottleAvailable(); err != nil {
+		t.Skipf("needs cgroup v1 blkio: %v", err)
+	}
+	run, err := process.NewRun(process.RunOptions{StateDir: t.TempDir(), StopGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Close(context.Background()) })
+	dataDir, _ := run.NodeDir("n1")
+	// A writer that syncs every block, as etcd's WAL does.
+	n, err := run.AddNode("n1", process.NodeSpec{Path: "dd", Args: []string{
+		"if=/dev/zero", "of=" + filepath.Join(dataDir, "wal"), "bs=64k", "count=100000", "oflag=dsync"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	origin, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", n.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := faults.NewInjector([]faults.Node{n}, faults.Options{})
+	const limit = 1 << 20
+	a, err := in.Inject(t.Context(), dsl.FaultSpec{ID: "p/disk", Kind: dsl.FaultDisk,
+		Disk: &dsl.DiskSpec{Throttle: limit}}, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inGroup, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", n.PID()))
+	if !strings.Contains(string(inGroup), "blkio:/scenario-") {
+		t.Errorf("node not in a scenario blkio group:\n%s", inGroup)
+	}
+	const window = 3 * time.Second
+	time.Sleep(window)
+	s, ok := a.DiskStats()
+	if !ok || s.ThrottleBPS != limit {
+		t.Fatalf("DiskStats = %+v, %v", s, ok)
+	}
+	rate := float64(s.ThrottledBytes) / window.Seconds()
+	t.Logf("throttled to 1 MiB/s: %.2f MiB/s written through the group", rate/(1<<20))
+	if rate < 0.5*limit || rate > 1.5*limit {
+		t.Errorf("node wrote %.2f MiB/s through a 1 MiB/s throttle", rate/(1<<20))
+	}
+	if s.Writes != 0 {
+		t.Errorf("a throttle-only fault started %d competing writes", s.Writes)
+	}
+	if err := a.Recover(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	back, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", n.PID()))
+	if string(back) != string(origin) {
+		t.Errorf("node not back in its own groups after recovery:\n%s\nwas:\n%s", back, origin)
+	}
+	groups, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/blkio/scenario-%d-*", os.Getpid()))
+	if len(groups) != 0 {
+		t.Errorf("blkio groups left behind: %v", groups)
+	}
+	if after, _ := a.DiskStats(); after.ThrottledBytes < s.ThrottledBytes {
+		t.Errorf("throttled bytes not kept after recovery: %d < %d", after.ThrottledBytes, s.ThrottledBytes)
+	}
+}

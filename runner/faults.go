@@ -313,6 +313,10 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 		f.Disk = &results.DiskLoad{
 			Writes: s.Writes, Bytes: s.Bytes,
 			FsyncP50MS: results.MS(s.FsyncP50), FsyncP99MS: results.MS(s.FsyncP99), FsyncMaxMS: results.MS(s.FsyncMax),
+			ThrottleBPS: s.ThrottleBPS, ThrottledBytes: s.ThrottledBytes,
+		}
+		if s.ThrottleBPS > 0 && s.ThrottledBytes == 0 {
+			f.Disk.ThrottleNote = "throttle not effective: no write was charged to the throttled nodes (cgroup v1 charges only writes a process submits itself, not page-cache writeback)"
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/fabric"
+	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/runner/checker"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
@@ -143,6 +144,11 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		x.log.Warn("cleaning up after earlier runs", "err", err)
 	} else if n := len(reaped.Runs); n > 0 {
 		fmt.Fprintf(x.opts.Progress, "cleaned up %d run(s) left behind by an earlier, killed scenario\n", n)
+	}
+	if groups, err := faults.ReapCgroups(ctx); err != nil {
+		x.log.Warn("cleaning up blkio groups of earlier runs", "err", err)
+	} else if len(groups) > 0 {
+		fmt.Fprintf(x.opts.Progress, "removed %d blkio group(s) left behind by an earlier, killed scenario\n", len(groups))
 	}
 	if fabric.Available() == nil {
 		// After the processes: their namespaces go once they are gone.

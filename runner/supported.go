@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/faults"
 )
 
 // faultImplemented reports whether the runner can inject a fault kind.
@@ -31,6 +32,14 @@ func checkSupported(p *dsl.Plan, netAvailable func() error) error {
 		}
 		if c.Provider != dsl.ProviderProcess {
 			missing = append(missing, fmt.Sprintf("provider %q (cluster %q): only local processes for now", c.Provider, c.Name))
+		}
+	}
+	for _, e := range p.Events {
+		if e.Kind == dsl.EventFaultInject && e.Fault.Disk != nil && e.Fault.Disk.Throttle > 0 {
+			if err := faults.ThrottleAvailable(); err != nil {
+				missing = append(missing, fmt.Sprintf("disk throttle (fault %q): %v", e.Fault.ID, err))
+			}
+			break
 		}
 	}
 	if needsFabric(p) {

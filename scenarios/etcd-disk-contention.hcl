@@ -42,6 +42,24 @@ phase "contended" {
   }
 }
 
+# The other way to starve etcd of disk: limit the leader's own writes (its
+# WAL and snapshots) to 512 KiB/s with a cgroup v1 blkio throttle on its data
+# directory's device. Needs root. The summary reports what was written
+# through the throttle, and says so when the kernel did not charge etcd's
+# writes to it (then the throttle had no effect).
+phase "throttled" {
+  duration = "10s"
+  load "writers" {}
+
+  fault "disk" {
+    target      = "leader"
+    throttle    = "512KiB/s"
+    parallelism = 0 # no competing writer, only the throttle
+    at          = "2s"
+    duration    = "6s"
+  }
+}
+
 check "still available" {
   condition = phase.contended.availability >= 0.99
   message   = "contention slows etcd down; it should not make it fail requests"

@@ -244,6 +244,13 @@ type DiskLoad struct {
 	FsyncP50MS float64 `json:"fsync_p50_ms"`
 	FsyncP99MS float64 `json:"fsync_p99_ms"`
 	FsyncMaxMS float64 `json:"fsync_max_ms"`
+	// ThrottleBPS is the limit put on the nodes' own writes (bytes/s), 0
+	// if the fault did not throttle them.
+	ThrottleBPS int64 `json:"throttle_bps,omitempty"`
+	// ThrottledBytes is what the nodes wrote through the throttle.
+	ThrottledBytes int64 `json:"throttled_bytes,omitempty"`
+	// ThrottleNote says when the throttle was not effective.
+	ThrottleNote string `json:"throttle_note,omitempty"`
 }
 
 // Series is the per-second time series of one workload's op.

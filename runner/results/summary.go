@@ -270,8 +270,16 @@ func failoverOutcome(f Failover) string {
 		parts = append(parts, "recovered at "+fmtDuration(*f.RecoveredMS))
 	}
 	if d := f.Disk; d != nil {
-		parts = append(parts, fmt.Sprintf("contender wrote %d blocks, %.0f MiB, fsync p50 %s p99 %s max %s",
-			d.Writes, float64(d.Bytes)/(1<<20), fmtMS(d.FsyncP50MS), fmtMS(d.FsyncP99MS), fmtMS(d.FsyncMaxMS)))
+		if d.Writes > 0 {
+			parts = append(parts, fmt.Sprintf("contender wrote %d blocks, %.0f MiB, fsync p50 %s p99 %s max %s",
+				d.Writes, float64(d.Bytes)/(1<<20), fmtMS(d.FsyncP50MS), fmtMS(d.FsyncP99MS), fmtMS(d.FsyncMaxMS)))
+		}
+		if d.ThrottleBPS > 0 {
+			parts = append(parts, fmt.Sprintf("writes throttled to %s/s, %.1f MiB written through it", dsl.FormatBytes(d.ThrottleBPS), float64(d.ThrottledBytes)/(1<<20)))
+		}
+		if d.ThrottleNote != "" {
+			parts = append(parts, d.ThrottleNote)
+		}
 	}
 	if f.Error != "" {
 		parts = append(parts, "error: "+f.Error)
