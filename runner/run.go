@@ -225,8 +225,8 @@ func (x *execution) startFabric(ctx context.Context) error {
 		specs[i] = fabric.HostSpec{Name: h.name, Region: h.region}
 	}
 	fab, err := fabric.New(ctx, specs, fabric.Options{
-		RunID:  x.proc.ID(),
-		Seed:   networkSeed(x.plan),
+		RunID: x.proc.ID(),
+		Seed:  networkSeed(x.plan),
 		// Engaged even on unshaped links: the per-pair schedulers write
 		// to the destinations while the readers go on reading, which
 		// measured faster for etcd than writing from the reader (put
