@@ -147,10 +147,16 @@ func (in *Injector) inject(ctx context.Context, f dsl.FaultSpec, targets []int) 
 		a.appliedAt = time.Now()
 	case dsl.FaultDisk:
 		log := in.log.With("fault", f.ID)
-		if f.Disk != nil && f.Disk.Throttle > 0 {
+		switch {
+		case f.Disk == nil:
+			err = errors.New("disk fault without disk settings")
+		case f.Disk.Throttle <= 0 && f.Disk.Parallelism == 0:
+			err = errors.New("disk fault with neither competing writers nor a throttle")
+		}
+		if err == nil && f.Disk.Throttle > 0 {
 			a.throttles, err = startThrottle(a.nodes, f.Disk.Throttle, log)
 		}
-		if err == nil && f.Disk != nil && f.Disk.Parallelism > 0 {
+		if err == nil && (f.Disk.Parallelism != 0 || f.Disk.Throttle <= 0) {
 			a.disk, err = startDisk(ctx, f.Disk, a.nodes, log)
 		}
 		a.appliedAt = time.Now()
