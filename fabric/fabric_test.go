@@ -283,6 +283,7 @@ func TestPartition(t *testing.T) {
 	// Each datagram carries its send time; the receiver keeps every one.
 	arrivals := make(chan time.Time, 100000)
 	go func() {
+		defer close(arrivals)
 		buf := make([]byte, 64)
 		for {
 			n, _, err := pc.ReadFrom(buf)
@@ -323,7 +324,7 @@ func TestPartition(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	time.Sleep(50 * time.Millisecond)
-	close(arrivals)
+	pc.Close() // ends the receiver, which closes arrivals
 
 	// A datagram sent just before the heal may be read by the shaper just
 	// after it, and rightly pass: only those sent 5 ms or more before it

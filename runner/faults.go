@@ -214,12 +214,21 @@ func downKind(kind string) bool {
 }
 
 // view is what the runner knows of the cluster now: which nodes run, and
-// the leader by a fresh poll (the background poll may be 100 ms old, and a
-// fault that targets the leader must not hit the one just deposed).
+// the leader. The background poll's leader, at most pollInterval old, is
+// used when it names a running node, so that resolving costs no round trip
+// and the fault lands on time; otherwise (no leader known, or it just went
+// down) every node is asked afresh.
 func (x *execution) view(ctx context.Context) faults.View {
 	v := faults.View{Nodes: len(x.nodes), Placement: x.cluster.Placement, Up: make([]bool, len(x.nodes))}
 	for i, n := range x.nodes {
 		v.Up[i] = n.Running()
+	}
+	x.mu.Lock()
+	cached := x.leader
+	x.mu.Unlock()
+	if cached > 0 && v.Up[cached-1] {
+		v.Leader = cached
+		return v
 	}
 	var term uint64
 	for _, s := range x.poller.Poll(ctx, statusTimeout) {

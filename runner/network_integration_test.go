@@ -158,7 +158,7 @@ phase "leader" {
 		t.Errorf("isolating the leader caused no election")
 	}
 	if f.LagMS == nil || *f.LagMS > 100 {
-		t.Errorf("partition applied %v ms late, want within 100 ms", f.LagMS)
+		t.Errorf("partition applied %s ms late, want within 100 ms", fmtOpt(f.LagMS))
 	}
 	entries, _ := os.ReadDir("/run/netns")
 	for _, e := range entries {
@@ -166,4 +166,11 @@ phase "leader" {
 			t.Errorf("namespace left behind: %s", e.Name())
 		}
 	}
+}
+
+func fmtOpt(v *float64) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%.1f", *v)
 }

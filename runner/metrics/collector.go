@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -58,7 +59,10 @@ type Collector struct {
 	late     int64 // samples that arrived after their second was sealed
 	clamped  int64 // latencies above the histogram range
 	logErr   error // first interval-log encoding error
-	watches  []*WriteWatch
+
+	// watches is copied on write so that WatchWrites never waits for mu,
+	// which a merge may hold for a while: a fault must not be delayed.
+	watches atomic.Pointer[[]*WriteWatch]
 }
 
 type opKey struct{ workload, op string }
@@ -261,8 +265,10 @@ func (c *Collector) add(s *Sample) {
 		if s.Write {
 			c.writes.add(s.End, c.phases)
 			st.writes.add(s.End, c.phases)
-			for _, w := range c.watches {
-				w.observe(s.Start, s.End)
+			if ws := c.watches.Load(); ws != nil {
+				for _, w := range *ws {
+					w.observe(s.Start, s.End)
+				}
 			}
 		}
 	} else {
@@ -389,13 +395,22 @@ type WriteWatch struct {
 // WatchWrites starts collecting the writes sent at or after t, from now
 // on. Call it just before injecting a fault, and Fix once the fault's
 // effective time is known.
+//
+// Samples not merged yet are seen when they are: the watch filters by send
+// time, not by when it learns of a write.
 func (c *Collector) WatchWrites(t time.Duration) *WriteWatch {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.merge()
 	w := &WriteWatch{c: c, from: t}
-	c.watches = append(c.watches, w)
-	return w
+	for {
+		old := c.watches.Load()
+		var next []*WriteWatch
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, w)
+		if c.watches.CompareAndSwap(old, &next) {
+			return w
+		}
+	}
 }
 
 // observe notes a successful write. c.mu is held.
