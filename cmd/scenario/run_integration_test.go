@@ -186,22 +186,7 @@ func TestRunIntegration(t *testing.T) {
 	})
 
 	t.Run("SIGINT to the process exits 130 and cleans up", func(t *testing.T) {
-		path := writeScenario(t, "long.hcl", strings.Replace(smokeScenario(passingCheck), `"4s"`, `"60s"`, 1))
-		cmd := exec.Command(os.Args[0], "run", path, "--out", t.TempDir(), "--state-dir", state)
-		cmd.Env = append(os.Environ(), asCLIEnv+"=1")
-		started := make(chan struct{})
-		stderr := &watchWriter{pattern: "[steady]", hit: func() { close(started) }}
-		var stdout bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-started:
-		case <-time.After(3 * time.Minute):
-			cmd.Process.Kill()
-			t.Fatalf("the run never started its timeline:\n%s", stderr.String())
-		}
+		cmd, stdout, stderr := startLongRun(t, state)
 		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
@@ -216,21 +201,7 @@ func TestRunIntegration(t *testing.T) {
 	})
 
 	t.Run("a SIGKILLed run is cleaned up by the next", func(t *testing.T) {
-		path := writeScenario(t, "long.hcl", strings.Replace(smokeScenario(passingCheck), `"4s"`, `"60s"`, 1))
-		cmd := exec.Command(os.Args[0], "run", path, "--out", t.TempDir(), "--state-dir", state)
-		cmd.Env = append(os.Environ(), asCLIEnv+"=1")
-		started := make(chan struct{})
-		stderr := &watchWriter{pattern: "[steady]", hit: func() { close(started) }}
-		cmd.Stderr = stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-started:
-		case <-time.After(3 * time.Minute):
-			cmd.Process.Kill()
-			t.Fatalf("the run never started its timeline:\n%s", stderr.String())
-		}
+		cmd, _, _ := startLongRun(t, state)
 		cmd.Process.Kill()
 		cmd.Wait()
 
@@ -243,6 +214,30 @@ func TestRunIntegration(t *testing.T) {
 		}
 		assertNothingLeft(t, state)
 	})
+}
+
+// startLongRun starts `scenario run` on a minute-long scenario in a child
+// process and returns once its timeline is playing.
+func startLongRun(t *testing.T, state string) (*exec.Cmd, *bytes.Buffer, *watchWriter) {
+	t.Helper()
+	path := writeScenario(t, "long.hcl", strings.Replace(smokeScenario(passingCheck), `"4s"`, `"60s"`, 1))
+	cmd := exec.Command(os.Args[0], "run", path, "--out", t.TempDir(), "--state-dir", state)
+	cmd.Env = append(os.Environ(), asCLIEnv+"=1")
+	started := make(chan struct{})
+	stderr := &watchWriter{pattern: "[steady]", hit: func() { close(started) }}
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the run never started its timeline:\n%s", stderr.String())
+	}
+	return cmd, &stdout, stderr
 }
 
 // TestRunRefusals covers what run refuses before it starts anything; no
