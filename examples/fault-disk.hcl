@@ -3,6 +3,9 @@
 # "unlimited"), each write followed by fsync unless fsync = false. etcd
 # fsyncs its WAL on every commit, so a slow disk is slow writes.
 #
+# throttle limits the node's own writes instead (cgroup v1 blkio on its data
+# directory's device, root only); parallelism = 0 leaves out the contender.
+#
 #   scenario plan examples/fault-disk.hcl
 
 description = "etcd: write latency under disk contention on the leader"
@@ -35,6 +38,19 @@ phase "contended" {
     parallelism = 2
     at          = "5s"
     duration    = "20s"
+  }
+}
+
+phase "throttled" {
+  duration = "20s"
+  load "writers" {}
+
+  fault "disk" {
+    target      = "leader"
+    throttle    = "1MiB/s"
+    parallelism = 0
+    at          = "5s"
+    duration    = "10s"
   }
 }
 
