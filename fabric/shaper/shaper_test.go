@@ -23,6 +23,8 @@ func TestZeroLinkForwardsAtOnce(t *testing.T) {
 			if s.p50 > 2*time.Millisecond {
 				t.Errorf("median delay %v on a zero link, want < 2ms", s.p50)
 			}
+			// The counters move just after the writes the receiver saw.
+			waitFor(t, time.Second, "stats settled", func() bool { st := tn.pair(0, 1); return st.Forwarded == n && st.Queued == 0 })
 			st := tn.pair(0, 1)
 			wantSched := map[bool]uint64{false: 0, true: n}[engage]
 			if st.Forwarded != n || st.Scheduled != wantSched {
@@ -46,7 +48,8 @@ func TestDelay(t *testing.T) {
 	if s.p50 < delay || s.p50 > delay+1500*time.Microsecond {
 		t.Errorf("median delay %v, want within [%v, %v]", s.p50, delay, delay+1500*time.Microsecond)
 	}
-	if st.Forwarded != n || st.Scheduled != n || st.Queued != 0 {
+	waitFor(t, time.Second, "stats settled", func() bool { st := tn.pair(0, 1); return st.Forwarded == n && st.Queued == 0 })
+	if st := tn.pair(0, 1); st.Forwarded != n || st.Scheduled != n || st.Queued != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	// The reverse direction is not shaped.
@@ -278,6 +281,7 @@ func TestDropsCounted(t *testing.T) {
 	if got := tn.r.HostStats()[hostID(0)]; got != want {
 		t.Errorf("host stats %+v, want %+v", got, want)
 	}
+	waitFor(t, time.Second, "stats settled", func() bool { return tn.pair(0, 1).Forwarded == 1 })
 	if st := tn.r.Stats(); len(st) != 2 || st[[2]int{hostID(0), hostID(1)}].Forwarded != 1 {
 		t.Errorf("pair stats %v", st)
 	}

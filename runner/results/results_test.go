@@ -1,0 +1,115 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func f64(v float64) *float64 { return &v }
+
+// sample is a small run with one faulted phase, a correctness verdict and
+// two checks, one failed.
+func sample() *Results {
+	r := &Results{
+		SchemaVersion: SchemaVersion,
+		Scenario:      "sample",
+		DurationMS:    10000,
+		Phases: []Phase{
+			{Name: "steady", DurationMS: 5000, Availability: f64(1), Total: OpStats{Count: 100, OK: 100}},
+			{Name: "failover", StartMS: 5000, DurationMS: 5000, Availability: f64(0.98), Elections: 1,
+				Total: OpStats{Count: 100, OK: 98, Errors: 2, ErrorsBy: map[string]int64{"unavailable": 2}}},
+		},
+		Correctness: &Correctness{Linearizable: f64b(false), LostWrites: new(int64(1)), Operations: 10,
+			Visualization: "linearizability.html", Detail: "10 operations on 2 keys are not linearizable."},
+		Notes: map[string]string{"node.n2": "exited unexpectedly"},
+		Checks: []Check{
+			{Name: "ok", Condition: "phase.steady.availability >= 0.99", Passed: true, Observed: map[string]any{"phase.steady.availability": 1.0}},
+			{Name: "fast failover", Condition: "phase.failover.failover_time < seconds(1)", Message: "too slow",
+				Observed: map[string]any{"phase.failover.failover_time": 1500.0}},
+		},
+	}
+	err := r.AddFailover("failover", Failover{
+		FaultID: "failover/kill", Kind: "kill", Targets: []string{"n1"}, PlannedMS: 7000,
+		AppliedMS: f64(7010), LagMS: f64(10), RecoveredMS: f64(9000),
+		TimeToLeaderMS: f64(1200), TimeToWriteMS: f64(1500),
+		Unavailable: &Window{StartMS: 6990, EndMS: 8510},
+	})
+	if err != nil {
+		panic(err)
+	}
+	_ = r.AddFailover("failover", Failover{
+		FaultID: "failover/disk", Kind: "disk", Targets: []string{"n3"}, PlannedMS: 6000,
+		AppliedMS: f64(6001), TimeToWriteMS: f64(900),
+		Disk: &DiskLoad{Writes: 10, Bytes: 10 << 20, FsyncP50MS: 2, FsyncP99MS: 14, FsyncMaxMS: 40},
+	})
+	return r
+}
+
+func f64b(v bool) *bool { return &v }
+
+func TestAddFailoverKeepsTheWorst(t *testing.T) {
+	r := sample()
+	p, _ := r.Phase("failover")
+	if got := *p.FailoverTimeMS; got != 1500 {
+		t.Errorf("phase failover_time = %v, want the worst, 1500", got)
+	}
+	if got := *p.LeaderElectedMS; got != 1200 {
+		t.Errorf("phase leader_elected = %v, want 1200", got)
+	}
+	if r.Run.FailoverTimeMS == nil || *r.Run.FailoverTimeMS != 1500 {
+		t.Errorf("run failover_time = %v, want 1500", r.Run.FailoverTimeMS)
+	}
+	if err := r.AddFailover("nope", Failover{FaultID: "x"}); err == nil {
+		t.Error("AddFailover to an unknown phase succeeded")
+	}
+	m := r.Metrics()
+	if m["phase.failover.failover_time"] != 1500.0 || m["run.lost_writes"] != 1.0 || m["run.linearizable"] != false {
+		t.Errorf("metrics: failover_time %v, lost_writes %v, linearizable %v",
+			m["phase.failover.failover_time"], m["run.lost_writes"], m["run.linearizable"])
+	}
+}
+
+func TestWriteSummary(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSummary(&b, sample(), false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"fault failover/kill (kill n1) applied at 7.01 s (lag 10.0 ms), new leader after 1.20 s, first write after 1.50 s, no write from 6.99 s to 8.51 s (1.52 s), recovered at 9.00 s",
+		"fault failover/disk (disk n3)",
+		"contender wrote 10 blocks, 10 MiB, fsync p50 2.00 p99 14.0 max 40.0",
+		"correctness: linearizable NO, lost writes 1",
+		"evidence: linearizability.html",
+		"node.n2: exited unexpectedly",
+		"checks: 1 passed, 1 failed",
+		"FAIL   fast failover",
+		"phase.failover.failover_time = 1500",
+		"too slow",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Error("colour codes without color")
+	}
+}
+
+func TestResultsJSONRoundTrip(t *testing.T) {
+	r := sample()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Results
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := back.Phase("failover")
+	if len(p.Failovers) != 2 || p.Failovers[0].Unavailable == nil || p.Failovers[1].Disk == nil || back.Passed() {
+		t.Errorf("round trip lost failover details: %+v", p.Failovers)
+	}
+}
