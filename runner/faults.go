@@ -134,14 +134,12 @@ func (d *faultDriver) play(o *faultOcc) {
 	o.watch = d.x.coll.WatchWrites(time.Since(d.x.base))
 	if netKind(o.spec.Kind) {
 		o.applied, o.undo = d.x.net.inject(o.spec, o.targets)
+		log.Info("fault injected", "nodes", o.targets)
 	} else {
 		o.active, o.err = d.inj.Inject(d.ctx, o.spec, o.targets)
 		if o.err == nil {
 			o.applied, o.undo = o.active.AppliedAt(), o.active.Recover
 		}
-	}
-	if o.err == nil {
-		o.watch.Fix(o.applied.Sub(d.x.base))
 	}
 	if o.err != nil {
 		if takesDown {
@@ -150,6 +148,7 @@ func (d *faultDriver) play(o *faultOcc) {
 		log.Warn("fault not injected", "err", o.err)
 		return
 	}
+	o.watch.Fix(o.applied.Sub(d.x.base))
 	select {
 	case <-o.recover:
 	case <-d.ctx.Done():
@@ -166,7 +165,8 @@ func (d *faultDriver) play(o *faultOcc) {
 	}
 }
 
-// resolve picks the occurrence's targets from a fresh look at the cluster.
+// resolve picks the occurrence's targets from what is known of the cluster
+// now (see view).
 // A target that needs the leader waits, up to resolveTimeout, for one to be
 // known.
 func (d *faultDriver) resolve(o *faultOcc) ([]int, int, error) {
