@@ -214,6 +214,10 @@ func (tn *testNet) pair(i, j int) PairStats { return tn.r.Stats()[[2]int{hostID(
 
 type summary struct {
 	min, p50, p99, max, mean, std time.Duration
+	// iqrStd is the standard deviation a normal distribution with this
+	// interquartile range has: unlike std, a few packets a loaded machine
+	// wakes late do not move it.
+	iqrStd time.Duration
 }
 
 func summarize(ds []time.Duration) summary {
@@ -230,5 +234,6 @@ func summarize(ds []time.Duration) summary {
 	return summary{
 		min: s[0], p50: s[len(s)/2], p99: s[len(s)*99/100], max: s[len(s)-1],
 		mean: time.Duration(mean), std: time.Duration(math.Sqrt(sq / float64(len(s)-1))),
+		iqrStd: time.Duration(float64(s[len(s)*3/4]-s[len(s)/4]) / 1.349),
 	}
 }

@@ -86,11 +86,11 @@ func TestJitter(t *testing.T) {
 				return
 			}
 			lo, hi := time.Duration(0.7*float64(tc.link.Jitter)), time.Duration(1.3*float64(tc.link.Jitter))
-			if s.std < lo || s.std > hi {
-				t.Errorf("delay stddev %v, want within [%v, %v]", s.std, lo, hi)
+			if s.iqrStd < lo || s.iqrStd > hi {
+				t.Errorf("delay spread (σ from the interquartile range) %v, want within [%v, %v]", s.iqrStd, lo, hi)
 			}
-			if d := s.mean - tc.link.Delay; d < -300*time.Microsecond || d > time.Millisecond {
-				t.Errorf("mean delay %v, want about %v", s.mean, tc.link.Delay)
+			if d := s.p50 - tc.link.Delay; d < -300*time.Microsecond || d > time.Millisecond {
+				t.Errorf("median delay %v, want about %v", s.p50, tc.link.Delay)
 			}
 		})
 	}
