@@ -17,7 +17,7 @@ sweep {
 }
 
 cluster "main" {
-  store   = "etcd" # version defaults to 3.5.17
+  store   = "etcd"
   nodes   = 3
   version = var.version
 }
