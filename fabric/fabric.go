@@ -13,10 +13,10 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/coordlab/scenario/fabric/shaper"
+	"github.com/coordlab/scenario/internal/proc"
 )
 
 // HostSpec declares one host.
@@ -276,7 +276,7 @@ func Reap(ctx context.Context, log *slog.Logger) ([]string, error) {
 			continue
 		}
 		pid, _ := strconv.Atoi(m[1])
-		if alive(pid) {
+		if proc.Alive(pid) {
 			continue
 		}
 		if err := runIP(ctx, ip, "netns", "delete", e.Name()); err != nil {
@@ -289,14 +289,6 @@ func Reap(ctx context.Context, log *slog.Logger) ([]string, error) {
 		reaped = append(reaped, e.Name())
 	}
 	return reaped, errors.Join(errs...)
-}
-
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // JitterPerDirection is the shaper's per-direction jitter (the standard

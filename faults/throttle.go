@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coordlab/scenario/internal/proc"
 )
 
 // blkioRoot is where cgroup v1's blkio hierarchy is mounted.
@@ -133,8 +135,8 @@ func (t *throttle) written() int64 {
 // stop moves the process back where it came from (if it still runs) and
 // removes the group.
 func (t *throttle) stop() error {
-	if alive(t.pid) {
-		if err := writeCgroup(filepath.Join(blkioRoot, t.origin), "cgroup.procs", strconv.Itoa(t.pid)); err != nil && alive(t.pid) {
+	if proc.Alive(t.pid) {
+		if err := writeCgroup(filepath.Join(blkioRoot, t.origin), "cgroup.procs", strconv.Itoa(t.pid)); err != nil && proc.Alive(t.pid) {
 			return fmt.Errorf("release node %s from its blkio group: %w", t.node, err)
 		}
 	}
@@ -196,7 +198,7 @@ func ReapCgroups(ctx context.Context) ([]string, error) {
 		if m == nil || !e.IsDir() {
 			continue
 		}
-		if pid, _ := strconv.Atoi(m[1]); alive(pid) {
+		if pid, _ := strconv.Atoi(m[1]); proc.Alive(pid) {
 			continue
 		}
 		dir := filepath.Join(blkioRoot, e.Name())
@@ -215,14 +217,6 @@ func ReapCgroups(ctx context.Context) ([]string, error) {
 		}
 	}
 	return reaped, errors.Join(errs...)
-}
-
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func sleepBriefly() { time.Sleep(20 * time.Millisecond) }
