@@ -142,6 +142,7 @@ func (d *faultDriver) play(o *faultOcc) {
 		}
 	}
 	if o.err != nil {
+		o.watch.Stop()
 		if takesDown {
 			d.x.expectDown(o.targets, -1)
 		}

@@ -441,19 +441,26 @@ func (w *WriteWatch) Fix(t time.Duration) {
 }
 
 // First returns when the first successful write sent at or after the
-// watch's instant completed; ok is false when none did.
+// instant given to Fix completed; ok is false when none did, or when Fix
+// was not called.
 func (w *WriteWatch) First() (end time.Duration, ok bool) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
 	w.c.merge()
-	if !w.fixed {
-		for _, sp := range w.spans {
-			if !w.ok || time.Duration(sp[1]) < w.first {
-				w.first, w.ok = time.Duration(sp[1]), true
-			}
+	return w.first, w.ok
+}
+
+// Stop ends a watch that is no longer needed (its fault never took
+// effect): until Fix, a watch keeps every write it sees.
+func (w *WriteWatch) Stop() {
+	c := w.c
+	for {
+		old := c.watches.Load()
+		next := slices.DeleteFunc(slices.Clone(*old), func(x *WriteWatch) bool { return x == w })
+		if c.watches.CompareAndSwap(old, &next) {
+			return
 		}
 	}
-	return w.first, w.ok
 }
 
 // LongestWriteGap returns the longest stretch between successive

@@ -353,6 +353,18 @@ func TestFailoverWrites(t *testing.T) {
 	if _, ok := late.First(); ok {
 		t.Error("a watch after the last write found one")
 	}
+
+	// A stopped watch sees nothing more; the others go on.
+	stopped := c.WatchWrites(7 * s)
+	stopped.Stop()
+	record(c, put(8*s, 8*s, 8*s+10*ms, ""))
+	stopped.Fix(7 * s)
+	if _, ok := stopped.First(); ok {
+		t.Error("a stopped watch saw a write")
+	}
+	if first, ok := late.First(); !ok || first != 8*s+10*ms {
+		t.Errorf("the watch from 6s: first write at %v, %v; want 8.01s", first, ok)
+	}
 }
 
 func TestSeries(t *testing.T) {
