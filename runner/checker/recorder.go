@@ -9,7 +9,6 @@
 package checker
 
 import (
-	"hash/fnv"
 	"sync"
 
 	"github.com/coordlab/scenario/dsl"
@@ -67,9 +66,19 @@ func (r *Recorder) outsideHashSample(key string) bool {
 	if r.buckets == 0 {
 		return false
 	}
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return h.Sum64()%r.buckets >= r.inSample
+	return fnv64a(key)%r.buckets >= r.inSample
+}
+
+// fnv64a is FNV-1a over key, as hash/fnv computes it, without the
+// allocations hash/fnv needs: Record runs for every operation.
+func fnv64a(key string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= prime
+	}
+	return h
 }
 
 // Exclude stops the recorder keeping get operations of the named workload.

@@ -2,7 +2,9 @@ package checker
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -161,4 +163,17 @@ func recordKeys(r *Recorder, n int) map[string]bool {
 		keys[e.Key] = true
 	}
 	return keys
+}
+
+func TestFNV64aMatchesHashFNV(t *testing.T) {
+	for _, k := range []string{"", "a", "/scenario/w/00042", strings.Repeat("key", 40)} {
+		h := fnv.New64a()
+		h.Write([]byte(k))
+		if got, want := fnv64a(k), h.Sum64(); got != want {
+			t.Errorf("fnv64a(%q) = %x, want %x", k, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { fnv64a("/scenario/w/00042") }); n != 0 {
+		t.Errorf("fnv64a allocates %v times", n)
+	}
 }
