@@ -56,6 +56,10 @@ type Endpoint struct {
 	Node       int    // 1-based
 	ClientAddr string // host:port for clients
 	PeerAddr   string // host:port for peers
+	// Extra are further host:port addresses the node listens on, in the
+	// order its driver lists them: ZooKeeper's leader-election port,
+	// Consul's Serf LAN gossip port. Empty for etcd.
+	Extra []string
 	// Dial opens connections to ClientAddr when the node is not reachable
 	// from the runner's own network (it lives in a network namespace);
 	// nil dials directly.
