@@ -373,3 +373,16 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
 	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
 }
+
+// tail keeps the last n bytes of a log, from a line start.
+func tail(b []byte, n int) []byte {
+	b = bytes.TrimSpace(b)
+	if len(b) <= n {
+		return b
+	}
+	b = b[len(b)-n:]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return append([]byte("...\n"), b...)
+}

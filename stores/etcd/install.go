@@ -5,16 +5,13 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"time"
+
+	"github.com/coordlab/scenario/stores/gobuild"
 )
 
 // InstallOptions say which etcd to install and where to cache it.
@@ -90,41 +87,11 @@ func Exists(version, cacheDir string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	path, err := binaryPath(cacheDir, v, serverTool.name)
-	if err != nil {
-		return "", false
-	}
-	return path, isExecutable(path)
+	return gobuild.Exists(cacheDir, gobuild.Target{Store: "etcd", Version: v.String(), Name: serverTool.name})
 }
 
-// DefaultCacheDir is the store binary cache used when no directory is given:
-// $XDG_CACHE_HOME/scenario/stores, else ~/.cache/scenario/stores.
-func DefaultCacheDir() (string, error) {
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "scenario", "stores"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("store cache: no XDG_CACHE_HOME and no home directory: %w", err)
-	}
-	return filepath.Join(home, ".cache", "scenario", "stores"), nil
-}
-
-func binaryPath(cacheDir string, v version, name string) (string, error) {
-	if cacheDir == "" {
-		d, err := DefaultCacheDir()
-		if err != nil {
-			return "", err
-		}
-		cacheDir = d
-	}
-	return filepath.Join(cacheDir, "etcd", v.String(), name), nil
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
-}
+// DefaultCacheDir is the store binary cache used when no directory is given.
+func DefaultCacheDir() (string, error) { return gobuild.DefaultCacheDir() }
 
 func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 	v, err := parseVersion(opts.Version)
@@ -135,149 +102,23 @@ func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path, err := binaryPath(opts.CacheDir, v, t.name)
+	modVersion := v.String()
+	if !v.atLeast(3, 5) {
+		modVersion += "+incompatible"
+	}
+	target := gobuild.Target{
+		Store: "etcd", Version: v.String(), Name: t.name,
+		Pkg: pkgPath, Module: modPath, ModVersion: modVersion, Hint: t.hint,
+	}
+	path, err := gobuild.Install(ctx, opts.CacheDir, target, opts.Progress)
 	if err != nil {
-		return "", err
-	}
-	if isExecutable(path) {
-		return path, nil
-	}
-	progress := opts.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("install %s %s: %w", t.name, v, err)
-	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, "."+t.name+".lock"), func() {
-		fmt.Fprintf(progress, "waiting for another build of %s %s to finish...\n", t.name, v)
-	})
-	if err != nil {
-		return "", fmt.Errorf("install %s %s: %w", t.name, v, err)
-	}
-	defer unlock()
-	// Whoever held the lock before us may have built it.
-	if isExecutable(path) {
-		return path, nil
-	}
-	// Under the lock, output dirs of this tool can only be left over from
-	// a build that was killed.
-	stale, _ := filepath.Glob(filepath.Join(dir, buildDirPrefix(t.name)+"*"))
-	for _, d := range stale {
-		_ = os.RemoveAll(d)
-	}
-
-	fmt.Fprintf(progress, "building %s %s from its Go module (%s)...\n", t.name, v, t.hint)
-	start := time.Now()
-	if err := build(ctx, v, pkgPath, modPath, path); err != nil {
 		if v.major == 3 && v.minor == 4 {
 			return "", fmt.Errorf("install %s %s: etcd 3.4 predates Go modules and exists only as an +incompatible version of %s, which could not be fetched or built here (the module proxy may not serve it, or it may be too old for this Go toolchain); point the cluster's binary at a prebuilt etcd 3.4 instead: %w",
 				t.name, v, modPath, err)
 		}
 		return "", fmt.Errorf("install %s %s: %w", t.name, v, err)
 	}
-	fmt.Fprintf(progress, "built %s %s in %s: %s\n", t.name, v, time.Since(start).Round(time.Second), path)
 	return path, nil
-}
-
-// build compiles pkgPath from modPath at v inside a throwaway module, so the
-// project's own go.mod never sees etcd's server dependencies, and moves the
-// result to dst atomically: a reader sees either no binary or a whole one.
-func build(ctx context.Context, v version, pkgPath, modPath, dst string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("building needs the go command on PATH: %w", err)
-	}
-	modDir, err := os.MkdirTemp("", "scenario-etcd-build-")
-	if err != nil {
-		return fmt.Errorf("temp module: %w", err)
-	}
-	defer os.RemoveAll(modDir)
-	// The output goes next to dst so that the final rename stays within
-	// one file system.
-	outDir, err := os.MkdirTemp(filepath.Dir(dst), buildDirPrefix(filepath.Base(dst)))
-	if err != nil {
-		return fmt.Errorf("temp output dir: %w", err)
-	}
-	defer os.RemoveAll(outDir)
-	out := filepath.Join(outDir, filepath.Base(dst))
-
-	modVersion := v.String()
-	if !v.atLeast(3, 5) {
-		modVersion += "+incompatible"
-	}
-	if err := runGo(ctx, goBin, modDir, []string{"mod", "init", "scenario.local/etcd-build"}); err != nil {
-		return err
-	}
-	// -tool keeps the requirement (and its go.sum lines) even if
-	// something tidies the module; a plain require would lose them.
-	if err := runGo(ctx, goBin, modDir, []string{"get", "-tool", pkgPath + "@" + modVersion}); err != nil {
-		// The go command names the last module path it tried, which
-		// may be a package directory; say which module was meant.
-		return fmt.Errorf("fetch module %s@%s (check `go list -m -versions %s`): %w", modPath, modVersion, modPath, err)
-	}
-	if err := runGo(ctx, goBin, modDir, []string{"build", "-trimpath", "-o", out, pkgPath}); err != nil {
-		return err
-	}
-	if !isExecutable(out) {
-		return fmt.Errorf("go build reported success but wrote no executable %s", out)
-	}
-	if err := os.Rename(out, dst); err != nil {
-		return fmt.Errorf("move built binary into the cache: %w", err)
-	}
-	return nil
-}
-
-// buildDirPrefix names the temporary output dirs of one tool's builds.
-func buildDirPrefix(name string) string { return ".build-" + name + "-" }
-
-// runGo runs one go command in dir. The build environment is the caller's,
-// except that modules are resolved freely (-mod=mod), no workspace file
-// applies, and cgo is off for a static binary.
-func runGo(ctx context.Context, goBin, dir string, args []string) error {
-	cmd := exec.CommandContext(ctx, goBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0", "GOWORK=off")
-	var output bytes.Buffer
-	cmd.Stdout = &output
-	cmd.Stderr = &output
-	// The go command cleans up its compiler children on an interrupt; a
-	// plain kill would orphan them.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("go %s: %w", args[0], ctx.Err())
-		}
-		return fmt.Errorf("go %s: %w\n%s", joinArgs(args), err, tail(output.Bytes(), 4096))
-	}
-	return nil
-}
-
-func joinArgs(args []string) string {
-	var b bytes.Buffer
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(a)
-	}
-	return b.String()
-}
-
-// tail keeps the end of a build log, where the go command puts the error.
-func tail(b []byte, n int) []byte {
-	b = bytes.TrimSpace(b)
-	if len(b) <= n {
-		return b
-	}
-	b = b[len(b)-n:]
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[i+1:]
-	}
-	return append([]byte("...\n"), b...)
 }
 
 // version is a validated etcd release number.

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package etcd
+package gobuild
 
 import "context"
 
