@@ -18,7 +18,7 @@ import (
 // startCluster starts every node on loopback ports of its own and waits until
 // the cluster is ready. A node that exits while the others are still coming
 // up fails the start at once, naming that node.
-func (x *execution) startCluster(ctx context.Context, bin string) error {
+func (x *execution) startCluster(ctx context.Context, launch launcher) error {
 	c := x.cluster
 	if err := x.endpoints(); err != nil {
 		return err
@@ -27,7 +27,10 @@ func (x *execution) startCluster(ctx context.Context, bin string) error {
 	for i := 1; i <= c.Nodes; i++ {
 		name := dsl.NodeName(i)
 		dataDir, _ := x.proc.NodeDir(name)
-		path, args := bin, x.drv.args(c, i, x.eps, dataDir)
+		path, args, err := launch(c, i, x.eps, dataDir)
+		if err != nil {
+			return x.infra(name, "startup", fmt.Errorf("configure: %w", err))
+		}
 		if x.fab != nil {
 			path, args = x.fab.Host(name).Command(path, args)
 		}
@@ -76,28 +79,35 @@ func (x *execution) endpoints() error {
 	if x.fab != nil {
 		observer := x.fab.Host(observerHost)
 		for i := 1; i <= c.Nodes; i++ {
-			addr := x.fab.Host(dsl.NodeName(i)).Addr.String()
-			x.eps = append(x.eps, stores.Endpoint{
-				Node:       i,
-				ClientAddr: net.JoinHostPort(addr, strconv.Itoa(x.drv.clientPort())),
-				PeerAddr:   net.JoinHostPort(addr, strconv.Itoa(x.drv.peerPort())),
-				Dial:       observer.Dial,
-			})
+			ep := endpoint(i, x.fab.Host(dsl.NodeName(i)).Addr.String(), x.drv.ports())
+			ep.Dial = observer.Dial
+			x.eps = append(x.eps, ep)
 		}
 		return nil
 	}
-	ports, err := x.proc.AllocatePorts(2 * c.Nodes)
+	per := len(x.drv.ports())
+	ports, err := x.proc.AllocatePorts(per * c.Nodes)
 	if err != nil {
 		return x.infra("", "startup", fmt.Errorf("allocate ports: %w", err))
 	}
 	for i := 1; i <= c.Nodes; i++ {
-		x.eps = append(x.eps, stores.Endpoint{
-			Node:       i,
-			ClientAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)])),
-			PeerAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*(i-1)+1])),
-		})
+		x.eps = append(x.eps, endpoint(i, "127.0.0.1", ports[per*(i-1):per*i]))
 	}
 	return nil
+}
+
+// endpoint is node's endpoint at host with ports in the order of
+// driver.ports: client, peer, extras.
+func endpoint(node int, host string, ports []int) stores.Endpoint {
+	ep := stores.Endpoint{
+		Node:       node,
+		ClientAddr: net.JoinHostPort(host, strconv.Itoa(ports[0])),
+		PeerAddr:   net.JoinHostPort(host, strconv.Itoa(ports[1])),
+	}
+	for _, p := range ports[2:] {
+		ep.Extra = append(ep.Extra, net.JoinHostPort(host, strconv.Itoa(p)))
+	}
+	return ep
 }
 
 // logsDir is where node logs can be found after the run.

@@ -41,7 +41,7 @@ workload "w" {
 func runScenario(t *testing.T, src string) *results.Results {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("skipped in -short mode: starts a real 3-node etcd (built from its Go module on first use, about two minutes)")
+		t.Skip("skipped in -short mode: starts a real 3-node cluster (etcd and Consul are built from their Go modules on first use)")
 	}
 	build, diags := dsl.Load(hclparse.NewParser(), "test.hcl", []byte(src), dsl.VarOptions{})
 	if diags.HasErrors() {

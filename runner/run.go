@@ -160,14 +160,9 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		}
 	}
 
-	bin := x.cluster.Binary
-	if bin == "" {
-		bin, err = x.drv.binary(ctx, x.cluster, x.opts.CacheDir, x.opts.Progress)
-		if err != nil {
-			return nil, x.infra("", "install", fmt.Errorf("get %s %s: %w", x.cluster.Store, x.cluster.Version, err))
-		}
-	} else if _, err := os.Stat(bin); err != nil {
-		return nil, x.infra("", "install", fmt.Errorf("store binary: %w", err))
+	launch, err := x.drv.install(ctx, x.cluster, x.opts.CacheDir, x.opts.Progress)
+	if err != nil {
+		return nil, x.infra("", "install", fmt.Errorf("get %s %s: %w", x.cluster.Store, x.cluster.Version, err))
 	}
 
 	x.proc, err = process.NewRun(process.RunOptions{StateDir: x.opts.StateDir, Keep: x.opts.Keep, Logger: x.log, StopGrace: teardownGrace})
@@ -197,7 +192,7 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 			return nil, err
 		}
 	}
-	if err := x.startCluster(ctx, bin); err != nil {
+	if err := x.startCluster(ctx, launch); err != nil {
 		x.copyLogs()
 		return nil, err
 	}

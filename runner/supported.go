@@ -28,7 +28,7 @@ func checkSupported(p *dsl.Plan, netAvailable func() error) error {
 	}
 	for _, c := range p.Clusters {
 		if driverFor(c.Store) == nil {
-			missing = append(missing, fmt.Sprintf("store %q (cluster %q): only etcd runs for now", c.Store, c.Name))
+			missing = append(missing, fmt.Sprintf("store %q (cluster %q)", c.Store, c.Name))
 		}
 		if c.Provider != dsl.ProviderProcess {
 			missing = append(missing, fmt.Sprintf("provider %q (cluster %q): only local processes for now", c.Provider, c.Name))

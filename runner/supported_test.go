@@ -57,10 +57,31 @@ phase "p" {
   duration = "1s"
   load "w" {}
 }`, avail: ok},
-		{name: "other stores are refused by name", src: strings.Replace(cluster, `"etcd"`, `"consul"`, 1) + `phase "p" {
+		{name: "zookeeper and consul run", src: strings.Replace(cluster, `"etcd"`, `"consul"`, 1) + `phase "p" {
   duration = "1s"
   load "w" {}
-}`, avail: ok, want: []string{`store "consul"`}},
+}`, avail: ok},
+		{name: "two clusters in one scenario are refused", src: `cluster "main" {
+  store = "etcd"
+  nodes = 3
+}
+workload "w" {
+  cluster = cluster.main
+  mix     = { put = 1 }
+}
+cluster "zk" {
+  store = "zookeeper"
+  nodes = 3
+}
+workload "z" {
+  cluster = cluster.zk
+  mix     = { get = 1 }
+}
+phase "p" {
+  duration = "1s"
+  load "w" {}
+  load "z" {}
+}`, avail: ok, want: []string{"2 clusters in one scenario"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

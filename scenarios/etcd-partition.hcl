@@ -1,8 +1,6 @@
 # Cut a minority of a 5-node etcd cluster off the rest and check that the
 # majority keeps serving, then isolate the leader itself and measure the
-# failover. Needs the network fabric (issue 4): until it lands, `scenario
-# run` refuses this file before starting anything ("partition" faults need
-# the fabric), and `scenario validate` accepts it.
+# failover. Needs root for the network fabric.
 #
 #   scenario run scenarios/etcd-partition.hcl
 

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -78,6 +81,7 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 
 	failed := 0
+	var runs []*results.Results
 	for i, plan := range build.Plans {
 		dir := out
 		if len(build.Plans) > 1 {
@@ -102,6 +106,7 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 				return err
 			}
 			fmt.Fprintf(stdout, "results: %s\n", dir)
+			runs = append(runs, res)
 		}
 		if err != nil {
 			return runError(cmd.Context(), err)
@@ -111,6 +116,11 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 			if f.abortOnFail && res.Notes["aborted"] != "" {
 				break
 			}
+		}
+	}
+	if len(build.Plans) > 1 {
+		if err := writeComparison(stdout, out, runs); err != nil {
+			return err
 		}
 	}
 	if failed > 0 {
@@ -132,6 +142,22 @@ func runError(ctx context.Context, err error) error {
 		return &exitError{code: exitInfra, err: err}
 	}
 	return &exitError{code: exitInfra, err: err}
+}
+
+// writeComparison shows the sweep's points side by side, on stdout and in
+// comparison.txt next to the points' directories.
+func writeComparison(stdout io.Writer, out string, runs []*results.Results) error {
+	var table bytes.Buffer
+	if err := results.WriteSideBySide(&table, runs); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n== %d sweep points side by side\n%s", len(runs), table.String())
+	path := filepath.Join(out, "comparison.txt")
+	if err := os.WriteFile(path, table.Bytes(), 0o644); err != nil {
+		return &exitError{code: exitInfra, err: fmt.Errorf("write comparison: %w", err)}
+	}
+	fmt.Fprintf(stdout, "comparison: %s\n", path)
+	return nil
 }
 
 func pointText(point []dsl.SweepValue) string {

@@ -1,13 +1,55 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/stores/consul"
 	"github.com/coordlab/scenario/stores/etcd"
+	"github.com/coordlab/scenario/stores/zookeeper"
 	"github.com/spf13/cobra"
 )
+
+// storeInstaller is how the CLI finds and installs one store's server.
+type storeInstaller struct {
+	// installed returns where version is already installed, if it is.
+	installed func(version, cacheDir string) (string, bool)
+	// install builds or finds version, reporting progress.
+	install func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error)
+}
+
+var storeInstallers = map[string]storeInstaller{
+	dsl.StoreEtcd: {
+		installed: etcd.Exists,
+		install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
+			return etcd.Install(ctx, etcd.InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
+		},
+	},
+	dsl.StoreConsul: {
+		installed: consul.Exists,
+		install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
+			return consul.Install(ctx, consul.InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
+		},
+	},
+	// ZooKeeper is a Java program installed by the system's package
+	// manager (or by hand under $ZOOKEEPER_HOME); it is found, not built.
+	dsl.StoreZooKeeper: {
+		installed: func(version, _ string) (string, bool) {
+			inst, err := zookeeper.Find("", version)
+			return inst.ClassPath, err == nil
+		},
+		install: func(_ context.Context, version, _ string, _ io.Writer) (string, error) {
+			inst, err := zookeeper.Find("", version)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s (java %s)", inst.ClassPath, inst.Java), nil
+		},
+	},
+}
 
 func newStoresCommand() *cobra.Command {
 	var cacheDir string
@@ -23,11 +65,9 @@ func newStoresCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			for _, s := range dsl.StoreNames() {
-				status := ""
-				if s == dsl.StoreEtcd {
-					if path, ok := etcd.Exists(dsl.DefaultVersion(s), cacheDir); ok {
-						status = "  installed: " + path
-					}
+				status := "  not installed"
+				if path, ok := storeInstallers[s].installed(dsl.DefaultVersion(s), cacheDir); ok {
+					status = "  installed: " + path
 				}
 				fmt.Fprintf(out, "%-10s default %-7s consistency: %s%s\n", s, dsl.DefaultVersion(s), strings.Join(dsl.ConsistencyModes(s), "|"), status)
 			}
@@ -36,30 +76,37 @@ func newStoresCommand() *cobra.Command {
 	})
 	var bench bool
 	install := &cobra.Command{
-		Use:   "install STORE@VERSION...",
-		Short: "Build and cache a store binary (etcd is built from its Go module)",
-		Long: `Build a store binary into the cache so runs need not build it on first use.
+		Use:   "install STORE[@VERSION]...",
+		Short: "Build and cache a store's server (etcd and Consul are built from their Go modules)",
+		Long: `Build a store's server into the cache so runs need not build it on first use.
 etcd is built from its Go module (go.etcd.io/etcd/server/v3), about a minute
 per version; --benchmark also builds etcd's own load tool at the same version.
-Several versions live side by side.`,
+Consul is built from github.com/hashicorp/consul, about four minutes.
+ZooKeeper is not built: it is found where the system installed it (Debian's
+zookeeper package: apt-get install zookeeper) or under $ZOOKEEPER_HOME, and
+this command says where, or what is missing. Without @VERSION a store's
+default version is meant. Several versions live side by side.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, arg := range args {
-				store, version, ok := strings.Cut(arg, "@")
-				if !ok || version == "" {
-					return &exitError{code: exitInvalid, err: fmt.Errorf("%q: write STORE@VERSION, such as etcd@%s", arg, dsl.DefaultVersion(dsl.StoreEtcd))}
+				store, version, _ := strings.Cut(arg, "@")
+				inst, ok := storeInstallers[store]
+				if !ok {
+					return &exitError{code: exitInvalid, err: fmt.Errorf("%q: unknown store; write one of %s, optionally with @VERSION", arg, strings.Join(dsl.StoreNames(), ", "))}
 				}
-				if store != dsl.StoreEtcd {
-					return &exitError{code: exitInvalid, err: fmt.Errorf("%q: installing %s is not implemented yet; only etcd builds here so far", arg, store)}
+				if version == "" {
+					version = dsl.DefaultVersion(store)
 				}
-				opts := etcd.InstallOptions{Version: version, CacheDir: cacheDir, Progress: cmd.ErrOrStderr()}
-				path, err := etcd.Install(cmd.Context(), opts)
+				path, err := inst.install(cmd.Context(), version, cacheDir, cmd.ErrOrStderr())
 				if err != nil {
-					return &exitError{code: exitInfra, err: fmt.Errorf("install %s: %w", arg, err)}
+					return &exitError{code: exitInfra, err: fmt.Errorf("install %s@%s: %w", store, version, err)}
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", arg, path)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s: %s\n", store, version, path)
 				if bench {
-					path, err := etcd.InstallBenchmark(cmd.Context(), opts)
+					if store != dsl.StoreEtcd {
+						return &exitError{code: exitInvalid, err: fmt.Errorf("--benchmark: only etcd has a benchmark tool to build, not %s", store)}
+					}
+					path, err := etcd.InstallBenchmark(cmd.Context(), etcd.InstallOptions{Version: version, CacheDir: cacheDir, Progress: cmd.ErrOrStderr()})
 					if err != nil {
 						return &exitError{code: exitInfra, err: fmt.Errorf("install benchmark for %s: %w", arg, err)}
 					}

@@ -257,10 +257,11 @@ func TestRunRefusals(t *testing.T) {
 			stderr: regexp.MustCompile(`provider "docker"`),
 		},
 		{
-			name:   "zookeeper has no runner yet",
-			src:    strings.Replace(smokeScenario(passingCheck), `store = "etcd"`, `store = "zookeeper"`, 1),
-			code:   exitInvalid,
-			stderr: regexp.MustCompile(`store "zookeeper"`),
+			// Installed or not, ZooKeeper 3.9.9 is not what Debian ships.
+			name:   "a zookeeper version that is not installed is an infrastructure failure",
+			src:    strings.Replace(strings.Replace(smokeScenario(passingCheck), `store = "etcd"`, `store = "zookeeper"`, 1), `nodes = 3`, "nodes = 3\n  version = \"3.9.9\"", 1),
+			code:   exitInfra,
+			stderr: regexp.MustCompile(`(?s)zookeeper 3\.9\.9.*3\.9\.9`),
 		},
 		{
 			name:   "a missing store binary is an infrastructure failure",

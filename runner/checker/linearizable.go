@@ -162,6 +162,12 @@ func partitionByKey(h []porcupine.Operation) ([]string, [][]porcupine.Operation)
 //     history, letting porcupine place it anywhere after its call or, in
 //     effect, nowhere. Each gets a client id of its own, since its client
 //     went on to send other operations while it was still "pending";
+//   - but an indeterminate put or txn whose value no successful get
+//     returned is dropped: values are unique per write, so if it took
+//     effect nothing saw it, and a history is linearizable with it iff it
+//     is without it. A leader change under a closed loop leaves thousands
+//     of such writes (one per fast refusal), each of which would multiply
+//     porcupine's search;
 //   - failed gets observed nothing, and writes failed with class "other"
 //     are taken as definitely not applied; both are dropped;
 //   - range operations are not modelled and are dropped.
@@ -175,6 +181,13 @@ func operations(h []Entry) ([]porcupine.Operation, error) {
 				e.Op, e.Key, e.Workload, e.ClientID, e.Return, e.Call)
 		}
 		end = max(end, e.Return)
+	}
+	type read struct{ key, value string }
+	observed := map[read]bool{}
+	for i := range h {
+		if e := &h[i]; e.Op == dsl.OpGet && e.Class == "" && e.Found {
+			observed[read{e.Key, string(e.Value)}] = true
+		}
 	}
 	type client struct {
 		workload string
@@ -191,6 +204,9 @@ func operations(h []Entry) ([]porcupine.Operation, error) {
 		ret := e.Return
 		if e.Class != "" {
 			if !isWrite(e.Op) || !indeterminate(e.Class) {
+				continue
+			}
+			if e.Op != dsl.OpDelete && !observed[read{e.Key, string(e.Value)}] {
 				continue
 			}
 			ret = end + 1

@@ -66,9 +66,24 @@ func TestCheckLinearizable(t *testing.T) {
 			want: Linearizable, ops: 4,
 		},
 		{
+			// Nobody read b, so the failed put is left out of the check.
 			name:    "unavailable put never applied",
 			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrUnavailable), get(1, "a", 10, 11)},
+			want:    Linearizable, ops: 2,
+		},
+		{
+			name:    "an election's worth of refused writes nobody read",
+			history: refusedWrites(2000),
 			want:    Linearizable, ops: 3,
+		},
+		{
+			// Only b's own put could have written it, and only before the
+			// read of a can it not have: a read after its failure sees it.
+			name: "unavailable put observed is kept",
+			history: []Entry{
+				put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrUnavailable), get(1, "a", 4, 5), get(1, "b", 10, 11),
+			},
+			want: Linearizable, ops: 4,
 		},
 		{
 			name:    "value read that nobody wrote",
@@ -202,6 +217,19 @@ func hardHistory(n int) []Entry {
 		h = append(h, put(i, v, 0, 1000), get(n+i, v, 0, 1000))
 	}
 	return append(h, get(0, "never", 2000, 2001))
+}
+
+// refusedWrites is a put, n puts that failed as unavailable in quick
+// succession, as a closed loop sends them during an election, and a read
+// of the first put's value.
+func refusedWrites(n int) []Entry {
+	h := []Entry{put(0, "a", 0, 1)}
+	for i := range n {
+		at := 2 + 2*i
+		h = append(h, put(i%8, fmt.Sprint("refused", i), at, at+1).failed(dsl.ErrUnavailable))
+	}
+	at := 2 + 2*n
+	return append(h, get(9, "a", at, at+1), put(0, "c", at+2, at+3))
 }
 
 func TestCheckLinearizableUnknown(t *testing.T) {

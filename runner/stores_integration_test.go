@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/stores/zookeeper"
+)
+
+// storeCase is one store the runner drives: a cluster block, its read
+// modes (strong first) and how quickly a 3-node cluster of it must elect a
+// new leader after a SIGKILL on this machine.
+type storeCase struct {
+	store      string
+	cluster    string
+	leaderBy   float64 // ms
+	writeGapBy float64 // ms
+}
+
+var storeCases = []storeCase{
+	{
+		store: dsl.StoreZooKeeper,
+		cluster: `
+cluster "main" {
+  store = "zookeeper"
+  nodes = 3
+  zookeeper {
+    tick_time  = "500ms"
+    init_limit = 10
+    sync_limit = 4
+  }
+}
+`,
+		// The kernel closes a killed leader's sockets: followers notice at
+		// once and elect within about a second.
+		leaderBy: 5000, writeGapBy: 6000,
+	},
+	{
+		store: dsl.StoreConsul,
+		cluster: `
+cluster "main" {
+  store = "consul"
+  nodes = 3
+  consul {
+    raft_multiplier = 1
+  }
+}
+`,
+		// Raft at multiplier 1: a heartbeat timeout of 1 s, then an
+		// election timeout of up to 1 s more.
+		leaderBy: 6000, writeGapBy: 8000,
+	},
+}
+
+// storeWorkloads is a writer reading in the store's strong mode plus one
+// reader per consistency mode.
+func storeWorkloads(store string) (src string, names []string) {
+	modes := dsl.ConsistencyModes(store)
+	strong := driverFor(store).strongRead()
+	src = fmt.Sprintf(`
+workload "writer" {
+  mix         = { put = 0.7, get = 0.3 }
+  consistency = %q
+  keyspace    = 200
+  clients     = 4
+  timeout     = "2s"
+}
+`, strong)
+	names = append(names, "writer")
+	for _, m := range modes {
+		src += fmt.Sprintf(`
+workload "read-%[1]s" {
+  mix         = { get = 1 }
+  consistency = %[1]q
+  keyspace    = 200
+  clients     = 2
+  timeout     = "2s"
+}
+`, m)
+		names = append(names, "read-"+m)
+	}
+	return src, names
+}
+
+// TestStores runs each non-etcd store through the same scenario: every
+// consistency mode under a steady load, then a leader kill with the old
+// leader restarted, then a recovered phase, and checks the failover and the
+// history.
+func TestStores(t *testing.T) {
+	for _, sc := range storeCases {
+		t.Run(sc.store, func(t *testing.T) {
+			needStore(t, sc.store)
+			workloads, names := storeWorkloads(sc.store)
+			loads := ""
+			for _, n := range names {
+				loads += fmt.Sprintf("  load %q {}\n", n)
+			}
+			res := runScenario(t, sc.cluster+workloads+`
+phase "steady" {
+  duration = "5s"
+`+loads+`}
+
+phase "kill" {
+  duration = "15s"
+`+loads+`  fault "kill" {
+    target        = "leader"
+    at            = "2s"
+    restart_after = "8s"
+  }
+}
+
+phase "after" {
+  duration = "4s"
+`+loads+`}
+`)
+			steady := phase(t, res, "steady")
+			for _, name := range names {
+				w := workloadStats(t, steady, name)
+				if w.Total.OK == 0 || w.Total.Errors != 0 {
+					t.Errorf("steady: workload %s: %d ok, %d errors (%v); want only successes", name, w.Total.OK, w.Total.Errors, w.Total.ErrorsBy)
+				}
+				if l := w.Total.Latency; l != nil {
+					t.Logf("steady: %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms", name, w.Total.Throughput, l.P50MS, l.P99MS)
+				}
+			}
+			if steady.Elections != 0 {
+				t.Errorf("steady: %d elections, want 0", steady.Elections)
+			}
+
+			kill := phase(t, res, "kill")
+			f := failover(t, kill, 1)[0]
+			if kill.Elections < 1 {
+				t.Errorf("kill: elections = %d, want >= 1", kill.Elections)
+			}
+			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
+				t.Errorf("time to a new leader = %v ms, want within %.0f ms", fmtPtr(f.TimeToLeaderMS), sc.leaderBy)
+			}
+			if f.TimeToWriteMS == nil || *f.TimeToWriteMS > sc.writeGapBy {
+				t.Errorf("time to the first write after the kill = %v ms, want within %.0f ms", fmtPtr(f.TimeToWriteMS), sc.writeGapBy)
+			}
+			if f.RecoveredMS == nil {
+				t.Errorf("the killed leader was not restarted")
+			}
+			t.Logf("kill: new leader after %s ms, first write after %s ms, errors %v", fmtPtr(f.TimeToLeaderMS), fmtPtr(f.TimeToWriteMS), kill.Total.ErrorsBy)
+			if a := phase(t, res, "after").Availability; a == nil || *a < 0.99 {
+				t.Errorf("availability after the restart = %v, want >= 0.99", fmtPtr(a))
+			}
+		})
+	}
+}
+
+func workloadStats(t *testing.T, p *results.Phase, name string) *results.WorkloadStats {
+	t.Helper()
+	for i := range p.Workloads {
+		if p.Workloads[i].Name == name {
+			return &p.Workloads[i]
+		}
+	}
+	t.Fatalf("phase %s has no workload %s", p.Name, name)
+	return nil
+}
+
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.0f", *v)
+}
+
+// needStore skips when a store cannot be had on this machine: ZooKeeper is
+// installed by the system's package manager, never built. etcd and Consul
+// are built from their Go modules on first use.
+func needStore(t *testing.T, store string) {
+	t.Helper()
+	if store != dsl.StoreZooKeeper {
+		return
+	}
+	if _, err := zookeeper.Find("", ""); err != nil {
+		t.Skipf("needs ZooKeeper installed (Debian: apt-get install zookeeper): %v", err)
+	}
+}

@@ -1,0 +1,267 @@
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/stores"
+)
+
+// StatusPoller asks every server of one cluster for its raft state, over
+// one long-lived HTTP client per server, so that polling every 100 ms
+// reuses a connection rather than opening one each time. It is safe for
+// concurrent use.
+type StatusPoller struct {
+	eps     []stores.Endpoint
+	clients []*http.Client // clients[i] talks to eps[i] only
+	peers   map[netip.AddrPort]int
+}
+
+// NewStatusPoller prepares a client per endpoint. Nothing is dialed yet: a
+// server that is down simply fails its polls until it is back.
+func NewStatusPoller(eps []stores.Endpoint) (*StatusPoller, error) {
+	if len(eps) == 0 {
+		return nil, errors.New("consul status: no endpoints")
+	}
+	p := &StatusPoller{eps: eps, peers: make(map[netip.AddrPort]int)}
+	for _, ep := range eps {
+		if _, _, err := net.SplitHostPort(ep.ClientAddr); err != nil {
+			return nil, fmt.Errorf("consul status: %s HTTP address %q: %w", dsl.NodeName(ep.Node), ep.ClientAddr, err)
+		}
+		// A leader is named by its server (raft) address; a peer
+		// address that is no ip:port simply never matches.
+		if ap, err := netip.ParseAddrPort(ep.PeerAddr); err == nil {
+			p.peers[normalize(ap)] = ep.Node
+		}
+		// Two connections: a poll may overlap the previous one when a
+		// server is slow.
+		p.clients = append(p.clients, &http.Client{Transport: newTransport(ep.Dial, 2)})
+	}
+	return p, nil
+}
+
+// agentSelf is the part of GET /v1/agent/self this package reads:
+// Stats.raft is hashicorp/raft's Stats() (state "Leader", "Follower",
+// "Candidate", "Shutdown"; term), Stats.consul has leader_addr, the
+// server's raft.Leader().
+type agentSelf struct {
+	Stats struct {
+		Consul map[string]string `json:"consul"`
+		Raft   map[string]string `json:"raft"`
+	} `json:"Stats"`
+}
+
+// Poll asks every server at once, each bounded by timeout (if positive)
+// and ctx, and returns what each said in endpoint order. A server that does
+// not answer in time has Err set.
+func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores.NodeStatus {
+	out := make([]stores.NodeStatus, len(p.eps))
+	var wg sync.WaitGroup
+	for i := range p.eps {
+		wg.Go(func() {
+			pctx, cancel := ctx, context.CancelFunc(func() {})
+			if timeout > 0 {
+				pctx, cancel = context.WithTimeout(ctx, timeout)
+			}
+			defer cancel()
+			out[i] = p.poll(pctx, i)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// poll asks one server. Its raft state, term and leader come from one
+// answer, /v1/agent/self, so they describe one moment; /v1/status/leader
+// would be a second request and could straddle an election. Only a server
+// whose stats lack leader_addr is asked /v1/status/leader.
+func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
+	ep := p.eps[i]
+	ns := stores.NodeStatus{Node: ep.Node}
+	fail := func(err error) stores.NodeStatus {
+		ns.Err = fmt.Errorf("consul status of %s (%s): %w", dsl.NodeName(ep.Node), ep.ClientAddr, err)
+		return ns
+	}
+	var self agentSelf
+	if err := p.get(ctx, i, "/v1/agent/self", &self); err != nil {
+		return fail(err)
+	}
+	raft := self.Stats.Raft
+	if raft == nil {
+		return fail(errors.New("no raft stats: the agent is not a server"))
+	}
+	ns.IsLeader = raft["state"] == "Leader"
+	if t, ok := raft["term"]; ok {
+		term, err := strconv.ParseUint(t, 10, 64)
+		if err != nil {
+			return fail(fmt.Errorf("raft term %q: %w", t, err))
+		}
+		ns.Term = term
+	}
+	leaderAddr, ok := self.Stats.Consul["leader_addr"]
+	if !ok {
+		if err := p.get(ctx, i, "/v1/status/leader", &leaderAddr); err != nil {
+			return fail(err)
+		}
+	}
+	leader, err := p.leaderNode(leaderAddr)
+	if err != nil {
+		return fail(err)
+	}
+	ns.Leader = leader
+	return ns
+}
+
+// leaderNode maps a leader's server address ("ip:port"; "" when there is
+// no leader) to its 1-based node, 0 for none.
+func (p *StatusPoller) leaderNode(addr string) (int, error) {
+	if addr == "" {
+		return 0, nil
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return 0, fmt.Errorf("leader address %q: %w", addr, err)
+	}
+	n, ok := p.peers[normalize(ap)]
+	if !ok {
+		return 0, fmt.Errorf("leader %s is none of the servers' addresses", addr)
+	}
+	return n, nil
+}
+
+// normalize makes an IPv4-mapped IPv6 address compare equal to its IPv4.
+func normalize(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// get fetches path from server i into out as JSON.
+func (p *StatusPoller) get(ctx context.Context, i int, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.eps[i].ClientAddr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.clients[i].Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	// Drain what the decoder left so the connection is reused.
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return nil
+}
+
+// Close drops every idle connection. Polls made afterwards still work, on
+// new connections; closing twice is harmless.
+func (p *StatusPoller) Close() error {
+	for _, c := range p.clients {
+		c.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Status asks every server once, over connections made for the purpose.
+// A runner that polls repeatedly should keep a StatusPoller instead.
+func Status(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) []stores.NodeStatus {
+	p, err := NewStatusPoller(eps)
+	if err != nil {
+		out := make([]stores.NodeStatus, len(eps))
+		for i, ep := range eps {
+			out[i] = stores.NodeStatus{Node: ep.Node, Err: err}
+		}
+		return out
+	}
+	defer p.Close()
+	return p.Poll(ctx, timeout)
+}
+
+// readyPollInterval paces WaitReady. An election takes at least one
+// election timeout (1 s x raft_multiplier), so polling faster gains
+// nothing.
+const readyPollInterval = 100 * time.Millisecond
+
+// WaitReady waits, up to timeout, until every server answers and all of
+// them name the same leader, which itself says it leads. The error names
+// the servers that did not answer or disagreed at the last poll.
+func WaitReady(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p, err := NewStatusPoller(eps)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	start := time.Now()
+	for {
+		reason := notReady(p.Poll(ctx, min(time.Second, max(timeout/10, readyPollInterval))))
+		if reason == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("consul cluster not ready after %s: %s", time.Since(start).Round(time.Millisecond), reason)
+		case <-time.After(readyPollInterval):
+		}
+	}
+}
+
+// notReady says why a poll does not show a ready cluster, or "" if it does.
+func notReady(sts []stores.NodeStatus) string {
+	var silent, leaderless []string
+	leaders := map[int][]string{} // leader named -> servers naming it
+	for _, s := range sts {
+		name := dsl.NodeName(s.Node)
+		switch {
+		case s.Err != nil:
+			silent = append(silent, fmt.Sprintf("%s did not answer (%v)", name, s.Err))
+		case s.Leader == 0:
+			leaderless = append(leaderless, name)
+		default:
+			leaders[s.Leader] = append(leaders[s.Leader], name)
+		}
+	}
+	var reasons []string
+	reasons = append(reasons, silent...)
+	if len(leaderless) > 0 {
+		reasons = append(reasons, strings.Join(leaderless, ", ")+" know no leader")
+	}
+	if len(leaders) > 1 {
+		var views []string
+		for _, l := range slices.Sorted(maps.Keys(leaders)) {
+			views = append(views, fmt.Sprintf("%s name %s", strings.Join(leaders[l], ", "), dsl.NodeName(l)))
+		}
+		reasons = append(reasons, "servers disagree on the leader: "+strings.Join(views, "; "))
+	}
+	if len(reasons) > 0 {
+		return strings.Join(reasons, "; ")
+	}
+	for l := range leaders {
+		i := slices.IndexFunc(sts, func(s stores.NodeStatus) bool { return s.Node == l })
+		if i < 0 {
+			return fmt.Sprintf("the leader %s is not among the polled servers", dsl.NodeName(l))
+		}
+		if !sts[i].IsLeader {
+			return fmt.Sprintf("the others name %s leader but it does not say so", dsl.NodeName(l))
+		}
+	}
+	return ""
+}
