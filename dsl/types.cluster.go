@@ -284,6 +284,47 @@ func decodeConsulKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *ConsulKno
 	return k
 }
 
+// validateConsulTiming points at a Consul raft timing knob that Consul
+// cannot run with. Outside dev mode Consul 1.20 derives heartbeat and
+// election timeouts as raft_multiplier x 1s and the leader lease as
+// raft_multiplier x 500ms (stores/consul.RaftTiming, which the driver
+// applies, explains why), so each knob names a multiplier from 1 to 10 and
+// all of them must name the same one.
+func (c *Cluster) validateConsulTiming(d *decoder, k *ConsulKnobs) {
+	from, mult := "", 0
+	if k.RaftMultiplier > 0 {
+		from, mult = "raft_multiplier", k.RaftMultiplier
+	}
+	for _, knob := range []struct {
+		name string
+		v    Duration
+		base time.Duration
+	}{
+		{"heartbeat_timeout", k.HeartbeatTimeout, time.Second},
+		{"election_timeout", k.ElectionTimeout, time.Second},
+		{"leader_lease_timeout", k.LeaderLeaseTimeout, 500 * time.Millisecond},
+	} {
+		v := knob.v.D()
+		if v == 0 {
+			continue
+		}
+		if v%knob.base != 0 || v/knob.base < 1 || v/knob.base > 10 {
+			d.add(errorIn(c.knobs.at(knob.name), c.knobs.block, "Consul cannot run this raft timing",
+				"Consul scales its %s only through raft_multiplier: it is a multiple of %s from %s to %s; got %s.",
+				knob.name, knob.base, knob.base, 10*knob.base, v))
+			continue
+		}
+		m := int(v / knob.base)
+		if from != "" && m != mult {
+			d.add(errorIn(c.knobs.at(knob.name), c.knobs.block, "Conflicting Consul raft timing",
+				"%s %s means raft_multiplier %d, but %s means %d: Consul scales heartbeat (1s), election (1s) and leader lease (500ms) by one multiplier.",
+				knob.name, v, m, from, mult))
+			continue
+		}
+		from, mult = knob.name, m
+	}
+}
+
 // etcd's own limits (server/embed/config.go): it refuses to start outside them.
 const (
 	etcdDefaultHeartbeat = 100 * time.Millisecond
@@ -326,10 +367,7 @@ func (c *Cluster) validateKnobs(d *decoder) {
 		}
 	}
 	if k := c.Spec.Consul; k != nil {
-		if k.LeaderLeaseTimeout > 0 && k.HeartbeatTimeout > 0 && k.LeaderLeaseTimeout > k.HeartbeatTimeout {
-			d.add(errorIn(c.knobs.at("leader_lease_timeout"), c.knobs.block, "Leader lease longer than heartbeat timeout",
-				"Raft refuses leader_lease_timeout (%s) above heartbeat_timeout (%s).", k.LeaderLeaseTimeout, k.HeartbeatTimeout))
-		}
+		c.validateConsulTiming(d, k)
 	}
 	if k := c.Spec.ZooKeeper; k != nil && k.SyncLimit > 0 && k.InitLimit > 0 && k.SyncLimit > k.InitLimit {
 		d.add(errorIn(c.knobs.at("sync_limit"), c.knobs.block, "sync_limit above init_limit",
