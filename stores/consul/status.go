@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,74 +192,16 @@ func Status(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) [
 	return p.Poll(ctx, timeout)
 }
 
-// readyPollInterval paces WaitReady. An election takes at least one
-// election timeout (1 s x raft_multiplier), so polling faster gains
-// nothing.
-const readyPollInterval = 100 * time.Millisecond
-
 // WaitReady waits, up to timeout, until every server answers and all of
 // them name the same leader, which itself says it leads. The error names
 // the servers that did not answer or disagreed at the last poll.
 func WaitReady(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	p, err := NewStatusPoller(eps)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	start := time.Now()
-	for {
-		reason := notReady(p.Poll(ctx, min(time.Second, max(timeout/10, readyPollInterval))))
-		if reason == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("consul cluster not ready after %s: %s", time.Since(start).Round(time.Millisecond), reason)
-		case <-time.After(readyPollInterval):
-		}
-	}
-}
-
-// notReady says why a poll does not show a ready cluster, or "" if it does.
-func notReady(sts []stores.NodeStatus) string {
-	var silent, leaderless []string
-	leaders := map[int][]string{} // leader named -> servers naming it
-	for _, s := range sts {
-		name := dsl.NodeName(s.Node)
-		switch {
-		case s.Err != nil:
-			silent = append(silent, fmt.Sprintf("%s did not answer (%v)", name, s.Err))
-		case s.Leader == 0:
-			leaderless = append(leaderless, name)
-		default:
-			leaders[s.Leader] = append(leaders[s.Leader], name)
-		}
-	}
-	var reasons []string
-	reasons = append(reasons, silent...)
-	if len(leaderless) > 0 {
-		reasons = append(reasons, strings.Join(leaderless, ", ")+" know no leader")
-	}
-	if len(leaders) > 1 {
-		var views []string
-		for _, l := range slices.Sorted(maps.Keys(leaders)) {
-			views = append(views, fmt.Sprintf("%s name %s", strings.Join(leaders[l], ", "), dsl.NodeName(l)))
-		}
-		reasons = append(reasons, "servers disagree on the leader: "+strings.Join(views, "; "))
-	}
-	if len(reasons) > 0 {
-		return strings.Join(reasons, "; ")
-	}
-	for l := range leaders {
-		i := slices.IndexFunc(sts, func(s stores.NodeStatus) bool { return s.Node == l })
-		if i < 0 {
-			return fmt.Sprintf("the leader %s is not among the polled servers", dsl.NodeName(l))
-		}
-		if !sts[i].IsLeader {
-			return fmt.Sprintf("the others name %s leader but it does not say so", dsl.NodeName(l))
-		}
-	}
-	return ""
+	return stores.WaitReady(ctx, timeout, "consul cluster", func(ctx context.Context, each time.Duration) string {
+		return stores.LeaderAgreement(p.Poll(ctx, each))
+	})
 }

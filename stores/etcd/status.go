@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,85 +176,16 @@ func Status(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) [
 	return p.Poll(ctx, timeout)
 }
 
-// readyPollInterval paces WaitReady. Elections take at least one election
-// timeout (1 s by default), so polling faster gains nothing.
-const readyPollInterval = 100 * time.Millisecond
-
 // WaitReady waits, up to timeout, until every member answers Status and all
 // of them name the same leader, which itself says it leads. The error names
 // the members that did not answer or disagreed at the last poll.
 func WaitReady(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	p, err := NewStatusPoller(eps)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	start := time.Now()
-	for {
-		last := p.Poll(ctx, min(time.Second, max(timeout/10, readyPollInterval)))
-		reason := notReady(last)
-		if reason == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("etcd cluster not ready after %s: %s", time.Since(start).Round(time.Millisecond), reason)
-		case <-time.After(readyPollInterval):
-		}
-	}
-}
-
-// notReady says why a poll does not show a ready cluster, or "" if it does.
-func notReady(sts []stores.NodeStatus) string {
-	var silent, leaderless []string
-	leaders := map[int][]string{} // leader named -> members naming it
-	for _, s := range sts {
-		name := dsl.NodeName(s.Node)
-		switch {
-		case s.Err != nil:
-			silent = append(silent, fmt.Sprintf("%s did not answer (%v)", name, s.Err))
-		case s.Leader == 0:
-			leaderless = append(leaderless, name)
-		default:
-			leaders[s.Leader] = append(leaders[s.Leader], name)
-		}
-	}
-	var reasons []string
-	reasons = append(reasons, silent...)
-	if len(leaderless) > 0 {
-		reasons = append(reasons, strings.Join(leaderless, ", ")+" know no leader")
-	}
-	if len(leaders) > 1 {
-		var views []string
-		for _, l := range slices.Sorted(maps.Keys(leaders)) {
-			views = append(views, fmt.Sprintf("%s name %s", strings.Join(leaders[l], ", "), dsl.NodeName(l)))
-		}
-		reasons = append(reasons, "members disagree on the leader: "+strings.Join(views, "; "))
-	}
-	if len(reasons) > 0 {
-		return strings.Join(reasons, "; ")
-	}
-	for l := range leaders {
-		for _, s := range sts {
-			if s.Node == l && !s.IsLeader {
-				return fmt.Sprintf("the others name %s leader but it does not say so", dsl.NodeName(l))
-			}
-		}
-		// A leader outside eps would be a different cluster's member.
-		if !hasNode(sts, l) {
-			return fmt.Sprintf("the leader %s is not among the polled members", dsl.NodeName(l))
-		}
-	}
-	return ""
-}
-
-func hasNode(sts []stores.NodeStatus, n int) bool {
-	for _, s := range sts {
-		if s.Node == n {
-			return true
-		}
-	}
-	return false
+	return stores.WaitReady(ctx, timeout, "etcd cluster", func(ctx context.Context, each time.Duration) string {
+		return stores.LeaderAgreement(p.Poll(ctx, each))
+	})
 }

@@ -225,10 +225,6 @@ func ctxOr(ctx context.Context, err error) error {
 	return err
 }
 
-// readyPollInterval paces WaitReady. An election takes a few hundred
-// milliseconds at least, so polling faster gains nothing.
-const readyPollInterval = 100 * time.Millisecond
-
 // WaitReady waits, up to timeout, until every node answers srvr, exactly
 // one leads, every other follows it, and the leader counts every other
 // node among its synced followers (mntr's zk_synced_followers). The last
@@ -236,30 +232,18 @@ const readyPollInterval = 100 * time.Millisecond
 // lags the leader's epoch until the first write. The error names the
 // nodes that were not ready at the last poll.
 func WaitReady(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	p, err := NewStatusPoller(eps)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	start := time.Now()
-	each := min(time.Second, max(timeout/10, readyPollInterval))
-	for {
+	return stores.WaitReady(ctx, timeout, "zookeeper ensemble", func(ctx context.Context, each time.Duration) string {
 		sts, reps := p.poll(ctx, each)
-		reason := notReady(sts, reps)
-		if reason == "" {
-			reason = p.syncedFollowers(ctx, each, sts)
+		if reason := notReady(sts, reps); reason != "" {
+			return reason
 		}
-		if reason == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("zookeeper ensemble not ready after %s: %s", time.Since(start).Round(time.Millisecond), reason)
-		case <-time.After(readyPollInterval):
-		}
-	}
+		return p.syncedFollowers(ctx, each, sts)
+	})
 }
 
 // notReady says why a poll does not show a ready ensemble, or "" if it

@@ -1,0 +1,37 @@
+package stores
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLeaderAgreement(t *testing.T) {
+	down := errors.New("connection refused")
+	tests := []struct {
+		name string
+		sts  []NodeStatus
+		want []string // substrings; none means ready
+	}{
+		{"ready", []NodeStatus{{Node: 1, Leader: 2}, {Node: 2, Leader: 2, IsLeader: true}, {Node: 3, Leader: 2}}, nil},
+		{"one silent", []NodeStatus{{Node: 1, Leader: 2}, {Node: 2, Leader: 2, IsLeader: true}, {Node: 3, Err: down}}, []string{"n3 did not answer", "connection refused"}},
+		{"two silent", []NodeStatus{{Node: 1, Err: down}, {Node: 2, Leader: 2, IsLeader: true}, {Node: 3, Err: down}}, []string{"n1 did not answer", "n3 did not answer"}},
+		{"no leader", []NodeStatus{{Node: 1}, {Node: 2}, {Node: 3}}, []string{"n1, n2, n3 know no leader"}},
+		{"disagree", []NodeStatus{{Node: 1, Leader: 1, IsLeader: true}, {Node: 2, Leader: 3}, {Node: 3, Leader: 3, IsLeader: true}}, []string{"disagree", "n1 name n1", "n2, n3 name n3"}},
+		{"leader denies", []NodeStatus{{Node: 1, Leader: 2}, {Node: 2, Leader: 2}}, []string{"does not say so"}},
+		{"leader elsewhere", []NodeStatus{{Node: 1, Leader: 4}, {Node: 2, Leader: 4}}, []string{"not among"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := LeaderAgreement(tt.sts)
+			if len(tt.want) == 0 && got != "" {
+				t.Errorf("LeaderAgreement = %q, want ready", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("LeaderAgreement = %q, want it to mention %q", got, w)
+				}
+			}
+		})
+	}
+}
