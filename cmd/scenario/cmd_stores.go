@@ -21,34 +21,37 @@ type storeInstaller struct {
 	install func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error)
 }
 
-var storeInstallers = map[string]storeInstaller{
-	dsl.StoreEtcd: {
-		installed: etcd.Exists,
-		install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
-			return etcd.Install(ctx, etcd.InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
+// storeInstallers maps each store to its installer.
+func storeInstallers() map[string]storeInstaller {
+	return map[string]storeInstaller{
+		dsl.StoreEtcd: {
+			installed: etcd.Exists,
+			install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
+				return etcd.Install(ctx, etcd.InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
+			},
 		},
-	},
-	dsl.StoreConsul: {
-		installed: consul.Exists,
-		install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
-			return consul.Install(ctx, consul.InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
+		dsl.StoreConsul: {
+			installed: consul.Exists,
+			install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
+				return consul.Install(ctx, consul.InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
+			},
 		},
-	},
-	// ZooKeeper is a Java program installed by the system's package
-	// manager (or by hand under $ZOOKEEPER_HOME); it is found, not built.
-	dsl.StoreZooKeeper: {
-		installed: func(version, _ string) (string, bool) {
-			inst, err := zookeeper.Find("", version)
-			return inst.ClassPath, err == nil
+		// ZooKeeper is a Java program installed by the system's package
+		// manager (or by hand under $ZOOKEEPER_HOME); it is found, not built.
+		dsl.StoreZooKeeper: {
+			installed: func(version, _ string) (string, bool) {
+				inst, err := zookeeper.Find("", version)
+				return inst.ClassPath, err == nil
+			},
+			install: func(_ context.Context, version, _ string, _ io.Writer) (string, error) {
+				inst, err := zookeeper.Find("", version)
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s (java %s)", inst.ClassPath, inst.Java), nil
+			},
 		},
-		install: func(_ context.Context, version, _ string, _ io.Writer) (string, error) {
-			inst, err := zookeeper.Find("", version)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s (java %s)", inst.ClassPath, inst.Java), nil
-		},
-	},
+	}
 }
 
 func newStoresCommand() *cobra.Command {
@@ -66,7 +69,7 @@ func newStoresCommand() *cobra.Command {
 			out := cmd.OutOrStdout()
 			for _, s := range dsl.StoreNames() {
 				status := "  not installed"
-				if path, ok := storeInstallers[s].installed(dsl.DefaultVersion(s), cacheDir); ok {
+				if path, ok := storeInstallers()[s].installed(dsl.DefaultVersion(s), cacheDir); ok {
 					status = "  installed: " + path
 				}
 				fmt.Fprintf(out, "%-10s default %-7s consistency: %s%s\n", s, dsl.DefaultVersion(s), strings.Join(dsl.ConsistencyModes(s), "|"), status)
@@ -90,7 +93,7 @@ default version is meant. Several versions live side by side.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, arg := range args {
 				store, version, _ := strings.Cut(arg, "@")
-				inst, ok := storeInstallers[store]
+				inst, ok := storeInstallers()[store]
 				if !ok {
 					return &exitError{code: exitInvalid, err: fmt.Errorf("%q: unknown store; write one of %s, optionally with @VERSION", arg, strings.Join(dsl.StoreNames(), ", "))}
 				}
