@@ -41,7 +41,7 @@ func sample() *Results {
 	}
 	_ = r.AddFailover("failover", Failover{
 		FaultID: "failover/disk", Kind: "disk", Targets: []string{"n3"}, PlannedMS: 6000,
-		AppliedMS: f64(6001), TimeToWriteMS: f64(900),
+		AppliedMS: f64(6001), TimeToLeaderMS: f64(0), TimeToWriteMS: f64(900),
 		Disk: &DiskLoad{Writes: 10, Bytes: 10 << 20, FsyncP50MS: 2, FsyncP99MS: 14, FsyncMaxMS: 40},
 	})
 	return r
@@ -79,7 +79,7 @@ func TestWriteSummary(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"fault failover/kill (kill n1) applied at 7.01 s (lag 10.0 ms), new leader after 1.20 s, first write after 1.50 s, no write from 6.99 s to 8.51 s (1.52 s), recovered at 9.00 s",
-		"fault failover/disk (disk n3)",
+		"fault failover/disk (disk n3) applied at 6.00 s, leader kept, first write after 900 ms",
 		"contender wrote 10 blocks, 10 MiB, fsync p50 2.00 p99 14.0 max 40.0",
 		"correctness: linearizable NO, lost writes 1",
 		"evidence: linearizability.html",

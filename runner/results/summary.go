@@ -147,7 +147,7 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 	if p.Total.LateStarts > 0 {
 		parts = append(parts, fmt.Sprintf("late starts %d", p.Total.LateStarts))
 	}
-	if p.LeaderElectedMS != nil {
+	if p.LeaderElectedMS != nil && *p.LeaderElectedMS > 0 {
 		parts = append(parts, "new leader after "+fmtDuration(*p.LeaderElectedMS))
 	}
 	if p.FailoverTimeMS != nil {
@@ -255,7 +255,13 @@ func failoverOutcome(f Failover) string {
 	if f.LagMS != nil {
 		parts[0] += " (lag " + fmtDuration(*f.LagMS) + ")"
 	}
-	if f.TimeToLeaderMS != nil {
+	switch {
+	case f.TimeToLeaderMS == nil:
+	case *f.TimeToLeaderMS == 0:
+		// A leader was there when the fault hit and it did not take
+		// that one away: nothing was elected.
+		parts = append(parts, "leader kept")
+	default:
 		parts = append(parts, "new leader after "+fmtDuration(*f.TimeToLeaderMS))
 	}
 	if f.TimeToWriteMS != nil {
