@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordlab/scenario/compare"
+	"github.com/coordlab/scenario/runner/results"
+)
+
+type compareFlags struct {
+	tolerances []string
+	only       []string
+	json       bool
+	strict     bool
+	all        bool
+}
+
+func newCompareCommand() *cobra.Command {
+	var f compareFlags
+	cmd := &cobra.Command{
+		Use:   "compare BASE.json NEW.json",
+		Short: "Compare a run's results.json with a baseline's; exit 1 on a regression",
+		Long: `Compare two results.json files (or results directories) metric by metric, over
+the metric paths checks read, and print the metrics that moved beyond their
+tolerance: metric, base, new, change, tolerance, verdict (REGRESSION or improved).
+Checks compare as check.<name>: one that passed in BASE and does not in NEW
+regresses. Metrics missing from NEW are listed as a warning.
+
+Default tolerances (a tolerance allows the larger of its share and its floor):
+  *.p50 *.p90                       +25%,2ms     may rise 25%, or 2 ms
+  *.p99                             +50%,5ms     may rise 50%, or 5 ms
+  *.p999 *.max                      ignore       one request decides them
+  *.throughput                      -20%         may drop 20%
+  *.availability                    -0.5pt       may drop 0.5 percentage points
+  *.failover_time *.leader_elected  +60%,250ms   may rise 60%, or 250 ms
+  *.max_gap                         +60%,250ms
+  *.error_rate                      +0.5pt       may rise 0.5 percentage points
+These sit above the noise between identical runs on a shared 2-core machine;
+tighten them with --tolerance where runs are quieter.
+  *.elections run.lost_writes       +0           may not rise
+  run.linearizable check.*                       must stay true, must keep passing
+  *.raw.*                           ignore       checks read corrected latencies
+Other metrics (counts, errors, min, mean...) are not gated unless a rule names
+them; nor are a single workload's, which equal its phase's.
+
+PATTERN is a glob over metric paths: '*' matches any characters, dots included
+(phase.*.put.p99, *.p99). SPEC is ignore, or a sign and amounts: +10% (may rise
+10%), -10% (may drop 10%), -0.1pt (percentage points), +20%,100ms (20% or 100 ms,
+whichever is larger), +0. Without a sign, the metric's own bad direction.
+
+Exit codes:
+  0  nothing regressed
+  1  a metric regressed (or, with --strict, one is missing from NEW)
+  2  a file is unreadable or not a results.json, or a flag is wrong`,
+		Example: `  scenario compare baseline/results.json results/new/results.json
+  scenario compare base.json new.json --tolerance 'phase.failover.*.max=ignore' --tolerance '*.p99=+20%,2ms'
+  scenario compare base.json new.json --only 'phase.steady.*' --json`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCompare(cmd, args[0], args[1], &f)
+		},
+	}
+	fl := cmd.Flags()
+	// StringArray, not StringSlice: a SPEC such as +20%,100ms has a comma.
+	fl.StringArrayVar(&f.tolerances, "tolerance", nil, "PATTERN=SPEC: tolerance for the metrics matching PATTERN (repeatable; later wins)")
+	fl.StringArrayVar(&f.only, "only", nil, "compare only metrics matching this glob (repeatable)")
+	fl.BoolVar(&f.json, "json", false, "print the diff as JSON (every compared metric, with its verdict)")
+	fl.BoolVar(&f.strict, "strict", false, "also fail (exit 1) when a metric of BASE is missing from NEW")
+	fl.BoolVar(&f.all, "all", false, "list every compared metric, not only those beyond their tolerance")
+	return cmd
+}
+
+func runCompare(cmd *cobra.Command, basePath, newPath string, f *compareFlags) error {
+	opts := compare.Options{Only: f.only}
+	for _, s := range f.tolerances {
+		rule, err := compare.ParseRule(s)
+		if err != nil {
+			return &exitError{code: exitInvalid, err: fmt.Errorf("--tolerance %s: %w", s, err)}
+		}
+		opts.Rules = append(opts.Rules, rule)
+	}
+	base, basePath, err := readResults(basePath)
+	if err != nil {
+		return err
+	}
+	next, newPath, err := readResults(newPath)
+	if err != nil {
+		return err
+	}
+	diff, err := compare.Compare(base, next, opts)
+	if err != nil {
+		return &exitError{code: exitInvalid, err: err}
+	}
+	diff.Base.File, diff.New.File = basePath, newPath
+
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.json {
+		if err := diff.WriteJSON(stdout); err != nil {
+			return err
+		}
+		// stdout is for the tool; the CI log still gets the warnings.
+		for _, w := range diff.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+	} else if err := diff.WriteText(stdout, f.all); err != nil {
+		return err
+	}
+
+	regressed, missing := diff.Count(compare.Regression), diff.Count(compare.Missing)
+	switch {
+	case regressed > 0:
+		return &exitError{code: exitCheckFailed, err: fmt.Errorf("%d metric(s) regressed against the baseline %s", regressed, basePath)}
+	case f.strict && missing > 0:
+		return &exitError{code: exitCheckFailed, err: fmt.Errorf("%d metric(s) of the baseline are missing from %s (--strict)", missing, newPath)}
+	}
+	return nil
+}
+
+// readResults reads a results.json, or the one in a results directory, and
+// returns the file it read. Any failure is bad input (exit 2): a gate that
+// cannot read its baseline must not pass.
+func readResults(path string) (*results.Results, string, error) {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		path = filepath.Join(path, results.FileName)
+	}
+	r, err := results.Read(path)
+	if err != nil {
+		return nil, path, &exitError{code: exitInvalid, err: err}
+	}
+	return r, path, nil
+}

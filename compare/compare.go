@@ -1,0 +1,390 @@
+// Package compare diffs two runs' results.json metric by metric against
+// tolerances, so that a CI job can fail when a change makes a store slower,
+// less available or slower to recover than a committed baseline.
+//
+// It reads the same metric paths checks read (results.Results.Metrics),
+// plus one path per check, "check.<name>", whose value is the check's
+// status. Only metrics present in both runs are judged; the rest are listed
+// as missing from the new run or only in it.
+package compare
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/runner/results"
+)
+
+// Verdict is what a comparison concluded about one metric.
+type Verdict string
+
+const (
+	// OK: the metric moved no further than its tolerance.
+	OK Verdict = "ok"
+	// Regression: the metric moved beyond its tolerance in its bad
+	// direction, a boolean verdict went from true to false, or a check
+	// went from passing to not passing.
+	Regression Verdict = "regression"
+	// Improved: the metric moved beyond its tolerance in its good
+	// direction.
+	Improved Verdict = "improved"
+	// New: the metric is only in the new run.
+	New Verdict = "new"
+	// Missing: the metric is only in the base run.
+	Missing Verdict = "missing"
+)
+
+// checkPrefix starts the path of each check's status.
+const checkPrefix = "check."
+
+// Row is one metric of the comparison.
+type Row struct {
+	// Metric is the metric's path.
+	Metric string `json:"metric"`
+	// Base and New are the values: a float64, a bool, or for a check its
+	// status ("pass", "fail", "error"); nil on the side that lacks it.
+	Base any `json:"base"`
+	New  any `json:"new"`
+	// Change is New - Base, for numbers.
+	Change *float64 `json:"change,omitempty"`
+	// ChangePct is Change as a percentage of Base; nil when Base is 0.
+	ChangePct *float64 `json:"change_pct,omitempty"`
+	// Tolerance is the tolerance the metric was judged by, as written.
+	Tolerance string `json:"tolerance"`
+	// Verdict is what the comparison concluded.
+	Verdict Verdict `json:"verdict"`
+}
+
+// Run names one side of the comparison.
+type Run struct {
+	// File is where the results were read from; the caller sets it.
+	File     string `json:"file,omitempty"`
+	RunID    string `json:"run_id"`
+	Scenario string `json:"scenario"`
+	Store    string `json:"store,omitempty"`
+	Point    string `json:"point,omitempty"`
+}
+
+// Diff is the outcome of Compare.
+type Diff struct {
+	Base Run `json:"base"`
+	New  Run `json:"new"`
+	// Warnings says what makes the comparison doubtful: different
+	// scenarios or stores, tolerance patterns that matched nothing.
+	Warnings []string `json:"warnings"`
+	// Rows holds every gated metric: regressions first, then
+	// improvements, metrics within tolerance, metrics missing from the new
+	// run and metrics only in it; in timeline order within each.
+	Rows []Row `json:"rows"`
+	// Ungated counts the metrics in both runs that no tolerance gates.
+	Ungated int `json:"ungated"`
+}
+
+// Options adjusts a comparison.
+type Options struct {
+	// Rules are applied after DefaultRules; the last matching rule wins.
+	Rules []Rule
+	// Only, when not empty, restricts the comparison to metrics matching
+	// one of these globs (see Match).
+	Only []string
+}
+
+// Count returns how many rows have verdict v.
+func (d *Diff) Count(v Verdict) int {
+	n := 0
+	for _, r := range d.Rows {
+		if r.Verdict == v {
+			n++
+		}
+	}
+	return n
+}
+
+// Compare judges next against base. It fails only on bad options: an Only
+// pattern that matches no metric of either run, which would otherwise turn
+// a typo into a gate that always passes.
+func Compare(base, next *results.Results, opts Options) (*Diff, error) {
+	bm, nm := values(base), values(next)
+	union := make(map[string]bool, len(bm))
+	for p := range bm {
+		union[p] = true
+	}
+	for p := range nm {
+		union[p] = true
+	}
+	for _, pat := range opts.Only {
+		if !matchesAny(pat, union) {
+			return nil, fmt.Errorf("--only %q matches no metric of either run", pat)
+		}
+	}
+	d := &Diff{Base: identify(base), New: identify(next), Warnings: mismatches(base, next), Rows: []Row{}}
+	for _, r := range opts.Rules {
+		if !matchesAny(r.Pattern, union) {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("--tolerance %s=%s matches no metric of either run", r.Pattern, r.Tolerance))
+		}
+	}
+	defaults := DefaultRules()
+	rules := append(defaults, opts.Rules...)
+	// A workload alone in its scope in one run only is not a duplicate:
+	// in the other, the scope's numbers include other workloads.
+	nextSole := soleWorkloads(next)
+	dups := slices.DeleteFunc(soleWorkloads(base), func(prefix string) bool {
+		return !slices.Contains(nextSole, prefix)
+	})
+	for p := range union {
+		if len(opts.Only) > 0 && !slices.ContainsFunc(opts.Only, func(pat string) bool { return Match(pat, p) }) {
+			continue
+		}
+		b, inBase := bm[p]
+		n, inNew := nm[p]
+		tol, rule := resolve(rules, p)
+		dup := slices.ContainsFunc(dups, func(prefix string) bool { return strings.HasPrefix(p, prefix) })
+		if rule < 0 || tol.Ignore || (dup && rule < len(defaults)) {
+			if inBase && inNew {
+				d.Ungated++
+			}
+			continue
+		}
+		row := Row{Metric: p, Base: b, New: n, Tolerance: tolText(tol, b, n)}
+		switch {
+		case !inNew:
+			row.Verdict = Missing
+		case !inBase:
+			row.Verdict = New
+		default:
+			var err error
+			if row, err = judge(p, b, n, tol); err != nil {
+				d.Warnings = append(d.Warnings, err.Error())
+				continue
+			}
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	order := scopeOrder(base, next)
+	slices.SortFunc(d.Rows, func(x, y Row) int {
+		if c := verdictRank(x.Verdict) - verdictRank(y.Verdict); c != 0 {
+			return c
+		}
+		if c := order(x.Metric) - order(y.Metric); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Metric, y.Metric)
+	})
+	return d, nil
+}
+
+// values flattens a run into metric paths and adds each check's status.
+func values(r *results.Results) map[string]any {
+	m := r.Metrics()
+	for _, c := range r.Checks {
+		m[checkPrefix+c.Name] = c.Status()
+	}
+	return m
+}
+
+// soleWorkloads lists the per-workload prefixes ("phase.steady.workload.w.")
+// of the scopes that have a single workload. Those metrics equal the
+// scope's own, so the default rules leave them out (when both runs agree)
+// and every change is reported once; a --tolerance rule that names them
+// still gates them.
+func soleWorkloads(r *results.Results) []string {
+	var out []string
+	add := func(scope string, p *results.Phase) {
+		if len(p.Workloads) == 1 {
+			out = append(out, scope+".workload."+p.Workloads[0].Name+".")
+		}
+	}
+	add("run", &r.Run)
+	for i := range r.Phases {
+		add("phase."+r.Phases[i].Name, &r.Phases[i])
+	}
+	return out
+}
+
+func matchesAny(pattern string, paths map[string]bool) bool {
+	for p := range paths {
+		if Match(pattern, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// slack lets a change of exactly the allowance pass despite rounding: 10%
+// of 12.3 ms is not exactly representable.
+const slack = 1e-9
+
+// judge compares one metric present in both runs.
+func judge(metric string, b, n any, tol Tolerance) (Row, error) {
+	row := Row{Metric: metric, Base: b, New: n, Tolerance: tolText(tol, b, n), Verdict: OK}
+	switch bv := b.(type) {
+	case float64:
+		nv, ok := n.(float64)
+		if !ok {
+			break
+		}
+		delta := nv - bv
+		row.Change = results.Ptr(round9(delta))
+		if bv != 0 {
+			row.ChangePct = results.Ptr(round9(delta / math.Abs(bv) * 100))
+		}
+		allowed := tol.allowance(bv)
+		exceeds := func(v float64) bool { return v > allowed*(1+slack)+slack }
+		switch dir := direction(tol, metric); {
+		case dir == 0 && exceeds(math.Abs(delta)):
+			row.Verdict = Regression
+		case dir != 0 && exceeds(float64(dir)*delta):
+			row.Verdict = Regression
+		case dir != 0 && exceeds(-float64(dir)*delta):
+			row.Verdict = Improved
+		}
+		return row, nil
+	case bool:
+		nv, ok := n.(bool)
+		if !ok {
+			break
+		}
+		// true is the good value of every boolean metric (linearizable).
+		row.Verdict = boolVerdict(bv, nv)
+		return row, nil
+	case string:
+		nv, ok := n.(string)
+		if !ok {
+			break
+		}
+		row.Verdict = boolVerdict(bv == results.StatusPass, nv == results.StatusPass)
+		return row, nil
+	}
+	return Row{}, fmt.Errorf("%s: cannot compare %v (%T) with %v (%T)", metric, b, b, n, n)
+}
+
+// round9 drops the float noise of a subtraction (1 - 0.99 is
+// 0.010000000000000009) from what --json shows. Results carry far fewer
+// digits than nine decimals.
+func round9(v float64) float64 { return math.Round(v*1e9) / 1e9 }
+
+func boolVerdict(base, next bool) Verdict {
+	switch {
+	case base && !next:
+		return Regression
+	case !base && next:
+		return Improved
+	}
+	return OK
+}
+
+// direction is the way metric gets worse under tol: +1 when it rises, -1
+// when it drops, 0 either way. A signed tolerance says it; otherwise the
+// metric's own.
+func direction(tol Tolerance, metric string) int {
+	if tol.Sign != 0 {
+		return tol.Sign
+	}
+	return worseDirection(metric)
+}
+
+// worseDirection is the way a metric gets worse. Almost every metric is
+// worse when it rises (latencies, errors, gaps, recovery times, elections,
+// lost writes); throughput and availability are worse when they drop. The
+// count of attempted operations has no good direction: open loop fixes it
+// by schedule, closed loop ties it to latency.
+func worseDirection(metric string) int {
+	switch metric[strings.LastIndex(metric, ".")+1:] {
+	case dsl.StatThroughput, dsl.MetricAvailability:
+		return -1
+	case dsl.StatCount:
+		return 0
+	}
+	return 1
+}
+
+// tolText shows the tolerance a row was judged by; a boolean or a check
+// has no amount, only a good value.
+func tolText(tol Tolerance, b, n any) string {
+	v := b
+	if v == nil {
+		v = n
+	}
+	switch v.(type) {
+	case bool:
+		return "stays true"
+	case string:
+		return "stays passing"
+	}
+	return tol.String()
+}
+
+func verdictRank(v Verdict) int {
+	return slices.Index([]Verdict{Regression, Improved, OK, Missing, New}, v)
+}
+
+// scopeOrder ranks a metric by where it sits in the timeline: the phases in
+// order (base's, then any only in the new run), then the whole run, then
+// the checks.
+func scopeOrder(base, next *results.Results) func(metric string) int {
+	var phases []string
+	for _, r := range []*results.Results{base, next} {
+		for _, p := range r.Phases {
+			if !slices.Contains(phases, p.Name) {
+				phases = append(phases, p.Name)
+			}
+		}
+	}
+	return func(metric string) int {
+		switch {
+		case strings.HasPrefix(metric, checkPrefix):
+			return len(phases) + 1
+		case strings.HasPrefix(metric, "run."):
+			return len(phases)
+		}
+		// The longest matching name wins, should one phase's name be a
+		// prefix of another's with a dot ("a" and "a.b").
+		best, bestLen := len(phases), -1
+		for i, name := range phases {
+			if strings.HasPrefix(metric, "phase."+name+".") && len(name) > bestLen {
+				best, bestLen = i, len(name)
+			}
+		}
+		return best
+	}
+}
+
+func identify(r *results.Results) Run {
+	return Run{RunID: r.RunID, Scenario: r.Scenario, Store: r.Backend["store"], Point: pointText(r.Point)}
+}
+
+func pointText(point []results.SweepValue) string {
+	parts := make([]string, len(point))
+	for i, p := range point {
+		parts[i] = p.Variable + "=" + p.Value
+	}
+	return strings.Join(parts, " ")
+}
+
+// mismatches warns when the runs are not two runs of the same thing. The
+// scenario is compared by file name only: the baseline may have been run
+// from another directory.
+func mismatches(base, next *results.Results) []string {
+	w := []string{} // [], not null, in --json
+	if b, n := filepath.Base(base.Scenario), filepath.Base(next.Scenario); b != n {
+		w = append(w, fmt.Sprintf("different scenarios: base ran %s, new ran %s", b, n))
+	}
+	if b, n := base.Backend["store"], next.Backend["store"]; b != n {
+		w = append(w, fmt.Sprintf("different stores: base ran %s, new ran %s", orNone(b), orNone(n)))
+	}
+	if b, n := pointText(base.Point), pointText(next.Point); b != n {
+		w = append(w, fmt.Sprintf("different sweep points: base ran %s, new ran %s", orNone(b), orNone(n)))
+	}
+	return w
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
