@@ -132,7 +132,7 @@ phase "after" {
 			kill := phase(t, res, "kill")
 			f := failover(t, kill, 1)[0]
 			if kill.Elections < 1 {
-				t.Errorf("kill: elections = %d, want >= 1", kill.Elections)
+				t.Errorf("kill: elections = %d, want >= 1; leader timeline %+v, notes %v", kill.Elections, res.Leader, res.Notes)
 			}
 			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
 				t.Errorf("time to a new leader = %v ms, want within %.0f ms", fmtPtr(f.TimeToLeaderMS), sc.leaderBy)
@@ -222,7 +222,7 @@ phase "cut" {
 			cut := phase(t, res, "cut")
 			f := failover(t, cut, 1)[0]
 			if cut.Elections < 1 {
-				t.Errorf("elections = %d, want >= 1", cut.Elections)
+				t.Errorf("elections = %d, want >= 1; leader timeline %+v, notes %v", cut.Elections, res.Leader, res.Notes)
 			}
 			// A cut leader is noticed by timeouts, not by closed sockets:
 			// ZooKeeper's sync_limit x tick_time (2 s here), Consul's

@@ -157,6 +157,7 @@ func writeComparison(stdout io.Writer, out string, runs []*results.Results) erro
 		return &exitError{code: exitInfra, err: fmt.Errorf("write comparison: %w", err)}
 	}
 	fmt.Fprintf(stdout, "comparison: %s\n", path)
+	writeSweepReport(stdout, out, runs)
 	return nil
 }
 

@@ -103,6 +103,8 @@ availability, failover time and correctness.
 		newFmtCommand(),
 		newRunCommand(),
 		newStoresCommand(),
+		newCompareCommand(),
+		newReportCommand(),
 		newVersionCommand(),
 	)
 	return root

@@ -1,0 +1,385 @@
+// Package report renders results.json as HTML pages a person reads at a
+// glance: one page per run (report.html) with its charts, checks and
+// verdicts, and one per sweep (sweep.html) comparing its points.
+//
+// Pages are self-contained: the charts are drawn with gonum/plot as inline
+// SVG and the styles are in the page, so a page opens offline, from an
+// archived CI artefact or an e-mail attachment, exactly as it was written.
+package report
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coordlab/scenario/runner/results"
+)
+
+// FileName is the name the runner gives a run's report in its output
+// directory; SweepFileName is the sweep's, next to comparison.txt.
+const (
+	FileName      = "report.html"
+	SweepFileName = "sweep.html"
+)
+
+//go:embed templates/*.html
+var templates embed.FS
+
+// parse parses the page templates. It runs for every page, which costs
+// well under a millisecond, rather than keeping a parsed template in a
+// package variable.
+func parse(name string) (*template.Template, error) {
+	funcs := template.FuncMap{"inc": func(i int) int { return i + 1 }}
+	t, err := template.New(name).Funcs(funcs).ParseFS(templates, "templates/common.html", "templates/"+name)
+	if err != nil {
+		return nil, fmt.Errorf("parse template %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// page is what templates/report.html renders.
+type page struct {
+	Title       string
+	Header      []field
+	Verdict     verdict
+	Phases      phaseTable
+	Faults      []faultRow
+	Figures     []figure
+	Checks      []checkRow
+	Correctness []field
+	Evidence    string
+	Notes       []field
+}
+
+type field struct{ Name, Value string }
+
+// verdict is the line at the top: did the run pass its checks.
+type verdict struct {
+	Pass bool
+	Text string
+}
+
+// Write renders r as one self-contained HTML page. hlogDir is the run's
+// interval log directory (hlog/ next to results.json); when it is empty or
+// lacks an op's log, the latency spectrum of that op is drawn from the
+// percentiles in r instead.
+func Write(w io.Writer, r *results.Results, hlogDir string) (err error) {
+	// gonum/plot panics on some degenerate input rather than returning an
+	// error; a report is never worth a crash of the run that wrote it.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("render report: %v", p)
+		}
+	}()
+	pg, err := newPage(r, hlogDir)
+	if err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	t, err := parse("report.html")
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, "report.html", pg); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteFile renders r with Write and saves it as path. The page is
+// rendered in memory first, so a failure leaves no half-written file.
+func WriteFile(path string, r *results.Results, hlogDir string) error {
+	var b bytes.Buffer
+	if err := Write(&b, r, hlogDir); err != nil {
+		return err
+	}
+	return writeFile(path, b.Bytes())
+}
+
+func writeFile(path string, b []byte) error {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+func newPage(r *results.Results, hlogDir string) (*page, error) {
+	pg := &page{
+		Title:   "scenario " + r.Scenario,
+		Header:  header(r),
+		Verdict: runVerdict(r),
+		Phases:  newPhaseTable(r.Phases),
+		Faults:  faultRows(r),
+		Checks:  checkRows(r.Checks),
+		Notes:   sortedFields(r.Notes),
+	}
+	pg.Correctness, pg.Evidence = correctness(r.Correctness)
+	o, end := newOverlay(r), runEnd(r)
+	for _, build := range []func() (figure, error){
+		func() (figure, error) { return latencyFigure(r, o, end) },
+		func() (figure, error) { return throughputFigure(r, o, end) },
+		func() (figure, error) { return spectrumFigure(r, hlogDir) },
+		func() (figure, error) { return errorsFigure(r, o, end) },
+		func() (figure, error) { return leaderFigure(r, o, end) },
+	} {
+		fig, err := build()
+		if err != nil {
+			return nil, fmt.Errorf("figure %s: %w", fig.ID, err)
+		}
+		pg.Figures = append(pg.Figures, fig)
+	}
+	res, err := resourceFigures(r, o, end)
+	if err != nil {
+		return nil, fmt.Errorf("resource figures: %w", err)
+	}
+	pg.Figures = append(pg.Figures, res...)
+	return pg, nil
+}
+
+func header(r *results.Results) []field {
+	var h []field
+	add := func(name, value string) {
+		if value != "" {
+			h = append(h, field{name, value})
+		}
+	}
+	add("scenario", r.Scenario)
+	add("file", r.ScenarioFile)
+	add("run", r.RunID)
+	add("store", r.Backend["store"])
+	if !r.Started.IsZero() {
+		add("started", r.Started.Format("2006-01-02 15:04:05 MST"))
+	}
+	d := fmtSeconds(r.DurationMS)
+	if !r.Started.IsZero() && r.Finished.After(r.Started) {
+		d += " planned, " + fmtSeconds(float64(r.Finished.Sub(r.Started))/float64(time.Millisecond)) + " run"
+	}
+	add("duration", d)
+	add("sweep point", pointLabel(r, -1))
+	var backend []string
+	for _, k := range slices.Sorted(maps.Keys(r.Backend)) {
+		if k != "store" {
+			backend = append(backend, k+" "+r.Backend[k])
+		}
+	}
+	add("backend", strings.Join(backend, ", "))
+	return h
+}
+
+// pointLabel names a run by its sweep point, or by its position i (from 0)
+// when it has none; with i < 0 a run without a point gets no name.
+func pointLabel(r *results.Results, i int) string {
+	if len(r.Point) == 0 {
+		if i < 0 {
+			return ""
+		}
+		return fmt.Sprintf("run %d", i+1)
+	}
+	parts := make([]string, len(r.Point))
+	for j, p := range r.Point {
+		parts[j] = p.Variable + "=" + p.Value
+	}
+	return strings.Join(parts, " ")
+}
+
+func runVerdict(r *results.Results) verdict {
+	n, failed := len(r.Checks), 0
+	for _, c := range r.Checks {
+		if c.Status() != results.StatusPass {
+			failed++
+		}
+	}
+	checks := "checks"
+	if n == 1 {
+		checks = "check"
+	}
+	switch {
+	case n == 0:
+		return verdict{Pass: true, Text: "PASS: no checks"}
+	case n == 1 && failed == 0:
+		return verdict{Pass: true, Text: "PASS: 1 check passed"}
+	case failed == 0:
+		return verdict{Pass: true, Text: fmt.Sprintf("PASS: all %d checks passed", n)}
+	}
+	return verdict{Text: fmt.Sprintf("FAIL: %d of %d %s failed", failed, n, checks)}
+}
+
+// phaseTable is the per-phase summary under the header.
+type phaseTable struct {
+	Ops  []string
+	Rows []phaseRow
+}
+
+type phaseRow struct {
+	Name, Start, Duration, Throughput string
+	Latency                           []string // "p50 / p99" per op of Ops
+	Errors, Availability, MaxGap      string
+	Elections, NoLeader, Failover     string
+}
+
+func newPhaseTable(phases []results.Phase) phaseTable {
+	var t phaseTable
+	for _, p := range phases {
+		for _, o := range p.Ops {
+			if !slices.Contains(t.Ops, o.Op) {
+				t.Ops = append(t.Ops, o.Op)
+			}
+		}
+	}
+	for _, p := range phases {
+		row := phaseRow{
+			Name: p.Name, Start: fmtSeconds(p.StartMS), Duration: fmtSeconds(p.DurationMS),
+			Throughput:   fmt.Sprintf("%.1f", p.Total.Throughput),
+			Errors:       errorsText(p.Total),
+			Availability: fmtRatio(p.Availability),
+			MaxGap:       fmtOptMS(p.MaxGapMS),
+			Elections:    fmt.Sprint(p.Elections),
+			NoLeader:     "-",
+			Failover:     fmtOptMS(p.FailoverTimeMS),
+		}
+		if p.NoLeaderMS > 0 {
+			row.NoLeader = fmtMS(p.NoLeaderMS)
+		}
+		for _, op := range t.Ops {
+			cell := "-"
+			for _, o := range p.Ops {
+				if o.Op == op && o.Latency != nil {
+					cell = fmtMS(o.Latency.P50MS) + " / " + fmtMS(o.Latency.P99MS)
+				}
+			}
+			row.Latency = append(row.Latency, cell)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func errorsText(s results.OpStats) string {
+	if s.Errors == 0 {
+		return "0"
+	}
+	var by []string
+	for _, c := range slices.SortedFunc(maps.Keys(s.ErrorsBy), compareClasses) {
+		if n := s.ErrorsBy[c]; n > 0 {
+			by = append(by, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return fmt.Sprintf("%d (%s)", s.Errors, strings.Join(by, ", "))
+}
+
+type faultRow struct {
+	Phase, ID, What, Applied, Recovered, Leader, Write, Unavailable, Detail string
+	Failed                                                                  bool
+}
+
+func faultRows(r *results.Results) []faultRow {
+	var rows []faultRow
+	for _, p := range r.Phases {
+		for _, f := range p.Failovers {
+			row := faultRow{
+				Phase: p.Name, ID: f.FaultID, What: faultLabel(f),
+				Applied: "never", Recovered: "-",
+				Leader: fmtOptMS(f.TimeToLeaderMS), Write: fmtOptMS(f.TimeToWriteMS),
+				Unavailable: "-", Detail: f.Error, Failed: f.Error != "",
+			}
+			if f.AppliedMS != nil {
+				row.Applied = fmtSeconds(*f.AppliedMS)
+				if f.LagMS != nil {
+					row.Applied += " (lag " + fmtMS(*f.LagMS) + ")"
+				}
+			}
+			if f.RecoveredMS != nil {
+				row.Recovered = fmtSeconds(*f.RecoveredMS)
+			}
+			if f.TimeToLeaderMS != nil && *f.TimeToLeaderMS == 0 {
+				// The fault did not take the leader away: nothing was
+				// elected (as the terminal summary says it).
+				row.Leader = "leader kept"
+			}
+			if u := f.Unavailable; u != nil {
+				row.Unavailable = fmt.Sprintf("%s (%s to %s)", fmtMS(u.EndMS-u.StartMS), fmtSeconds(u.StartMS), fmtSeconds(u.EndMS))
+			}
+			if d := f.Disk; d != nil && row.Detail == "" {
+				row.Detail = fmt.Sprintf("contender wrote %d blocks, %.1f MiB", d.Writes, float64(d.Bytes)/(1<<20))
+				if d.FsyncMaxMS > 0 {
+					row.Detail += fmt.Sprintf(", fsync p50 %s p99 %s max %s", fmtMS(d.FsyncP50MS), fmtMS(d.FsyncP99MS), fmtMS(d.FsyncMaxMS))
+				}
+				if d.ThrottleNote != "" {
+					row.Detail += "; " + d.ThrottleNote
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+type checkRow struct {
+	Status, Name, Condition, Pos string
+	Observed                     []field
+	Message, Error               string
+}
+
+func checkRows(checks []results.Check) []checkRow {
+	rows := make([]checkRow, len(checks))
+	for i, c := range checks {
+		rows[i] = checkRow{Status: strings.ToUpper(c.Status()), Name: c.Name, Condition: c.Condition, Pos: c.Pos, Error: c.Error}
+		if c.Status() != results.StatusPass {
+			rows[i].Message = c.Message
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Observed)) {
+			rows[i].Observed = append(rows[i].Observed, field{k, observedText(c.Observed[k])})
+		}
+	}
+	return rows
+}
+
+func observedText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "not measured"
+	case float64:
+		return strconvG(v)
+	}
+	return fmt.Sprint(v)
+}
+
+func correctness(c *results.Correctness) (fields []field, evidence string) {
+	if c == nil {
+		return []field{{"verdict", "not checked"}}, ""
+	}
+	lin := "unknown (the checker gave up or did not run)"
+	if c.Linearizable != nil {
+		lin = "NO"
+		if *c.Linearizable {
+			lin = "yes"
+		}
+	}
+	lost := "not checked"
+	if c.LostWrites != nil {
+		lost = fmt.Sprint(*c.LostWrites)
+	}
+	fields = []field{{"linearizable", lin}, {"lost writes", lost}, {"operations checked", fmt.Sprint(c.Operations)}}
+	if c.Detail != "" {
+		fields = append(fields, field{"detail", c.Detail})
+	}
+	return fields, c.Visualization
+}
+
+func sortedFields(m map[string]string) []field {
+	var fs []field
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fs = append(fs, field{k, m[k]})
+	}
+	return fs
+}
