@@ -39,9 +39,11 @@ measure, evaluate the checks, print a summary and write results, then tear
 everything down (also on failure and on Ctrl-C).
 
 Results go to --out (default results/<scenario>-<time>): results.json,
-junit.xml (one test case per check), hlog/<workload>.<op>.hlog (HdrHistogram
-interval logs, microseconds) and logs/<node>.log. A sweep runs every point in
-turn, each into its own numbered subdirectory.
+report.html (charts and tables, self-contained), junit.xml (one test case per
+check), hlog/<workload>.<op>.hlog (HdrHistogram interval logs, microseconds)
+and logs/<node>.log. A sweep runs every point in turn, each into its own
+numbered subdirectory, then prints the points side by side and writes
+comparison.txt and sweep.html.
 
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),

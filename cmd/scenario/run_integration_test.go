@@ -139,7 +139,7 @@ func TestRunIntegration(t *testing.T) {
 		if res.SchemaVersion < 1 || len(res.Checks) != 2 || !res.Checks[0].Passed || !res.Checks[1].Passed {
 			t.Errorf("results.json: schema %d, checks %+v", res.SchemaVersion, res.Checks)
 		}
-		for _, f := range []string{"junit.xml", "hlog/kv.put.hlog", "hlog/kv.get.hlog", "logs/n1.log", "logs/n2.log", "logs/n3.log"} {
+		for _, f := range []string{"junit.xml", "report.html", "hlog/kv.put.hlog", "hlog/kv.get.hlog", "logs/n1.log", "logs/n2.log", "logs/n3.log"} {
 			if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
 				t.Errorf("output %s missing or empty: %v", f, err)
 			}
