@@ -158,7 +158,9 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 	}
 	s.printf("  %s\n", strings.Join(parts, ", "))
 	for _, f := range p.Failovers {
-		s.printf("  fault %s (%s %s) %s\n", f.FaultID, f.Kind, strings.Join(f.Targets, ","), failoverOutcome(f))
+		// A partition between groups of regions targets no node.
+		what := strings.TrimSpace(f.Kind + " " + strings.Join(f.Targets, ","))
+		s.printf("  fault %s (%s) %s\n", f.FaultID, what, failoverOutcome(f))
 	}
 	s.printf("\n")
 }
