@@ -28,6 +28,9 @@ const (
 	recoveryTimeout = time.Minute
 	// readBackTimeout bounds one read of the lost-write check.
 	readBackTimeout = 5 * time.Second
+	// readBackBackoff paces the retries of a read-back the store refused
+	// for now; the wait grows by this much per attempt, up to a second.
+	readBackBackoff = 100 * time.Millisecond
 )
 
 // newRecorder returns the history recorder of a run. Reads of workloads
@@ -101,8 +104,7 @@ func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) 
 	}
 	defer cl.Close()
 	lost, err := checker.CheckLostWrites(rctx, h, func(ctx context.Context, key string) ([]byte, bool, error) {
-		r := cl.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: key})
-		return r.Value, r.Found, r.Err
+		return readBack(ctx, cl, key)
 	})
 	if err != nil {
 		return fmt.Errorf("read back acknowledged writes: %w", err)
@@ -120,6 +122,26 @@ func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) 
 		res.Correctness.Detail += fmt.Sprintf(" %d operations on sampled keys were not checked (ranges, and reads of workloads with weaker consistency than %s).", n, x.drv.strongRead())
 	}
 	return nil
+}
+
+// readBack reads key with the store's strong read, again and again while
+// the store answers that it cannot serve now: a cluster whose tuning keeps
+// it electing leaders (the point of some experiments) still gets its
+// acknowledged writes checked once it holds still long enough. A read
+// changes nothing, so repeating it is safe. It gives up when ctx ends or the
+// store refuses the read for good (class "other").
+func readBack(ctx context.Context, cl stores.Client, key string) ([]byte, bool, error) {
+	for attempt := 1; ; attempt++ {
+		r := cl.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: key})
+		if r.Err == nil || r.Class == dsl.ErrOther {
+			return r.Value, r.Found, r.Err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, fmt.Errorf("%w (after %d attempts)", r.Err, attempt)
+		case <-time.After(min(time.Duration(attempt)*readBackBackoff, time.Second)):
+		}
+	}
 }
 
 // outPath is a file in OutDir, or "" when there is no output directory.
