@@ -84,7 +84,7 @@ func newStoresCommand() *cobra.Command {
 		Long: `Build a store's server into the cache so runs need not build it on first use.
 etcd is built from its Go module (go.etcd.io/etcd/server/v3), about a minute
 per version; --benchmark also builds etcd's own load tool at the same version.
-Consul is built from github.com/hashicorp/consul, about four minutes.
+Consul is built from github.com/hashicorp/consul, 4 to 10 minutes.
 ZooKeeper is not built: it is found where the system installed it (Debian's
 zookeeper package: apt-get install zookeeper) or under $ZOOKEEPER_HOME, and
 this command says where, or what is missing. Without @VERSION a store's

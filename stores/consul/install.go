@@ -72,7 +72,7 @@ func target(v version) gobuild.Target {
 		Store: "consul", Version: v.String(), Name: binaryName,
 		Pkg: modulePath, Module: modulePath, ModVersion: v.String(),
 		Env:  buildEnv,
-		Hint: "about 4 minutes on 2 cores",
+		Hint: "4 to 10 minutes on 2 cores, less with a warm Go build cache",
 	}
 }
 
