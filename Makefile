@@ -30,8 +30,14 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./bench/
 	$(GO) test -run '^$$' -bench . ./fabric/shaper/
 
+# The language for 10 minutes, then every other parser for a minute each.
 fuzz:
 	$(GO) test ./dsl -run '^$$' -fuzz FuzzLoad -fuzztime 10m
+	$(GO) test ./compare -run '^$$' -fuzz FuzzParseRule -fuzztime 1m
+	$(GO) test ./stores/zookeeper -run '^$$' -fuzz '^FuzzParseSrvr$$' -fuzztime 1m
+	$(GO) test ./stores/zookeeper -run '^$$' -fuzz '^FuzzZnodeName$$' -fuzztime 1m
+	$(GO) test ./stores/consul -run '^$$' -fuzz '^FuzzParseVersion$$' -fuzztime 1m
+	$(GO) test ./stores/consul -run '^$$' -fuzz '^FuzzParseIPPort$$' -fuzztime 1m
 
 vet:
 	$(GO) vet ./...
