@@ -63,6 +63,9 @@ type Workload struct {
 	consistSet   bool
 	mixRanges    map[string]hcl.Range
 	keySizeRange hcl.Range
+	// valueSizeRange is where value_size is written, when it is.
+	valueSizeRange hcl.Range
+	valueSizeSet   bool
 	preloadSet   bool
 }
 
@@ -95,6 +98,7 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 			n, _ := d.size(attr, 1, 64<<10)
 			w.Spec.KeySize = int(n)
 		case "value_size":
+			w.valueSizeRange, w.valueSizeSet = attr.Expr.Range(), true
 			n, _ := d.size(attr, 1, 64<<20)
 			w.Spec.ValueSize = int(n)
 		case "keyspace":

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -74,6 +75,10 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 		} else if !contains(modes, w.Spec.Consistency) {
 			add(errorAt(w.consistRange, "Consistency mode not supported by the store",
 				"%s has no %q read mode. %s", c.Spec.Store, w.Spec.Consistency, didYouMean(w.Spec.Consistency, modes)))
+		}
+		if limit, why := maxValueSize(c.Spec); w.valueSizeSet && int64(w.Spec.ValueSize) > limit {
+			add(errorAt(w.valueSizeRange, "Value too large for the store",
+				"%s refuses a value of %s: %s. Write at most %s.", c.Spec.Store, FormatBytes(int64(w.Spec.ValueSize)), why, FormatBytes(limit)))
 		}
 		for _, m := range w.Spec.Mix {
 			if !contains(storeOps[c.Spec.Store], m.Op) {
@@ -290,4 +295,26 @@ func occurrenceCount(f *Fault, p *Phase) int64 {
 		}
 	}
 	return n
+}
+
+// maxValueSize is the largest value a store's cluster accepts in one write,
+// and why: every write larger than it fails, so a workload that writes one
+// measures nothing but refusals.
+func maxValueSize(c ClusterSpec) (int64, string) {
+	switch c.Store {
+	case StoreZooKeeper:
+		// jute.maxbuffer is 0xfffff bytes for the whole request, path and
+		// header included; the server drops the connection beyond it.
+		return 1_000_000, "a request, path and value together, may not exceed jute.maxbuffer (1 MiB less one byte)"
+	case StoreConsul:
+		return 512 << 10, "Consul's KV store takes values of up to kv_max_value_size, 512 KiB"
+	case StoreEtcd:
+		limit := int64(1536 << 10)
+		if c.Etcd != nil && c.Etcd.MaxRequestBytes > 0 {
+			limit = c.Etcd.MaxRequestBytes
+		}
+		// The request also carries the key and a few bytes of framing.
+		return limit - 1024, "a put request may not exceed max_request_bytes (1.5 MiB unless the cluster's etcd block sets it), key and framing included"
+	}
+	return math.MaxInt64, ""
 }
