@@ -66,7 +66,7 @@ type Workload struct {
 	// valueSizeRange is where value_size is written, when it is.
 	valueSizeRange hcl.Range
 	valueSizeSet   bool
-	preloadSet   bool
+	preloadSet     bool
 }
 
 func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diagnostics) {

@@ -237,3 +237,80 @@ phase "cut" {
 		})
 	}
 }
+
+// TestStoresEveryFault plays every node, disk and network fault on each
+// non-etcd store in one timeline, each on a different target, and checks
+// that each was applied on time, undone when it should be, and that the
+// history stays linearizable with nothing lost (runScenario checks that).
+func TestStoresEveryFault(t *testing.T) {
+	needFabric(t)
+	for _, sc := range storeCases {
+		t.Run(sc.store, func(t *testing.T) {
+			needStore(t, sc.store)
+			res := runScenario(t, sc.cluster+fmt.Sprintf(`
+workload "writer" {
+  mix         = { put = 0.7, get = 0.3 }
+  consistency = %q
+  keyspace    = 200
+  clients     = 4
+  timeout     = "2s"
+}
+
+network {
+  default {
+    rtt = "2ms"
+  }
+}
+
+phase "faults" {
+  duration = "32s"
+  load "writer" {}
+  fault "pause" {
+    target   = "follower"
+    at       = "2s"
+    duration = "3s"
+  }
+  fault "stop" {
+    target        = "follower"
+    at            = "7s"
+    restart_after = "3s"
+  }
+  fault "disk" {
+    target   = "leader"
+    at       = "13s"
+    duration = "4s"
+  }
+  fault "network" {
+    target   = "follower"
+    at       = "19s"
+    duration = "4s"
+    rtt      = "50ms"
+    loss     = 5
+  }
+  fault "restart" {
+    target = "follower"
+    at     = "25s"
+  }
+}
+
+phase "after" {
+  duration = "4s"
+  load "writer" {}
+}
+`, driverFor(sc.store).strongRead()))
+			fs := failover(t, phase(t, res, "faults"), 5)
+			for _, f := range fs {
+				if f.RecoveredMS == nil {
+					t.Errorf("fault %s (%s) was not undone", f.FaultID, f.Kind)
+				}
+				if f.Kind == dsl.FaultDisk && (f.Disk == nil || f.Disk.Writes == 0) {
+					t.Errorf("fault %s: the disk contender wrote nothing: %+v", f.FaultID, f.Disk)
+				}
+				t.Logf("%s on %v: applied %s ms, first write after %s ms", f.Kind, f.Targets, fmtPtr(f.AppliedMS), fmtPtr(f.TimeToWriteMS))
+			}
+			if a := phase(t, res, "after").Availability; a == nil || *a < 0.99 {
+				t.Errorf("availability after the faults = %s, want >= 0.99", fmtPtr(a))
+			}
+		})
+	}
+}
