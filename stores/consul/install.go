@@ -8,8 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 
 	"github.com/coordlab/scenario/stores/gobuild"
 )
@@ -67,7 +65,7 @@ func DefaultCacheDir() (string, error) { return gobuild.DefaultCacheDir() }
 
 // target is the gobuild target of version v. The agent is the module's
 // root package, so package and module are the same path.
-func target(v version) gobuild.Target {
+func target(v gobuild.Version) gobuild.Target {
 	return gobuild.Target{
 		Store: "consul", Version: v.String(), Name: binaryName,
 		Pkg: modulePath, Module: modulePath, ModVersion: v.String(),
@@ -76,40 +74,25 @@ func target(v version) gobuild.Target {
 	}
 }
 
-// version is a validated Consul release number.
-type version struct {
-	major, minor, patch int
-	pre                 string // "-rc1" or ""
-}
+// maxComponent bounds each number of a release: Consul's are short, and
+// a bound keeps fuzzed versions from meaning anything.
+const maxComponent = 9999
 
-// Pre-releases are allowed because Consul publishes them as module
-// versions (v1.21.0-rc1). Build metadata ("+ent") is not: the enterprise
-// build is not on the module proxy.
-var versionRE = regexp.MustCompile(`^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})(-[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?$`)
-
-// parseVersion accepts "1.20.2" and "v1.20.2". Being strict keeps the
-// version safe to use as a path element and a module query. Only 1.x
-// exists as module github.com/hashicorp/consul; a v2 would need a /v2
-// module path.
-func parseVersion(s string) (version, error) {
-	m := versionRE.FindStringSubmatch(s)
-	if m == nil {
-		return version{}, fmt.Errorf("consul version %q: want a release like 1.20.2", s)
+// parseVersion accepts "1.20.2" and "v1.20.2". Pre-releases are allowed
+// because Consul publishes them as module versions (v1.21.0-rc1); build
+// metadata ("+ent") is not: the enterprise build is not on the module
+// proxy. Only 1.x exists as module github.com/hashicorp/consul; a v2 would
+// need a /v2 module path.
+func parseVersion(s string) (gobuild.Version, error) {
+	v, err := gobuild.ParseVersion("consul", "1.20.2", s)
+	if err != nil {
+		return gobuild.Version{}, err
 	}
-	var v version
-	var err error
-	for i, p := range []*int{&v.major, &v.minor, &v.patch} {
-		if *p, err = strconv.Atoi(m[i+1]); err != nil {
-			return version{}, fmt.Errorf("consul version %q: %w", s, err)
-		}
+	if v.Minor > maxComponent || v.Patch > maxComponent {
+		return gobuild.Version{}, fmt.Errorf("consul version %q: want a release like 1.20.2", s)
 	}
-	v.pre = m[4]
-	if v.major != 1 {
-		return version{}, fmt.Errorf("consul version %q: only 1.x releases are supported", s)
+	if v.Major != 1 {
+		return gobuild.Version{}, fmt.Errorf("consul version %q: only 1.x releases are supported", s)
 	}
 	return v, nil
-}
-
-func (v version) String() string {
-	return fmt.Sprintf("v%d.%d.%d%s", v.major, v.minor, v.patch, v.pre)
 }

@@ -8,8 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 
 	"github.com/coordlab/scenario/stores/gobuild"
 )
@@ -30,19 +28,19 @@ type tool struct {
 	name string // file name in the cache and in messages
 	// pkg returns the main package to build and the module to fetch it
 	// from for version v, or an error when v cannot be built that way.
-	pkg  func(v version) (pkgPath, modPath string, err error)
+	pkg  func(v gobuild.Version) (pkgPath, modPath string, err error)
 	hint string // how long a build takes, for the progress message
 }
 
 var serverTool = tool{
 	name: "etcd",
-	pkg: func(v version) (string, string, error) {
+	pkg: func(v gobuild.Version) (string, string, error) {
 		switch {
-		case v.atLeast(3, 5):
+		case v.AtLeast(3, 5):
 			// Since 3.5 the server is its own module whose root is
 			// package main.
 			return "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3", nil
-		case v.major == 3 && v.minor == 4:
+		case v.Major == 3 && v.Minor == 4:
 			// 3.4 predates Go modules: it is only addressable as an
 			// +incompatible version of the repository root module.
 			return "go.etcd.io/etcd", "go.etcd.io/etcd", nil
@@ -54,11 +52,11 @@ var serverTool = tool{
 
 var benchmarkTool = tool{
 	name: "benchmark",
-	pkg: func(v version) (string, string, error) {
+	pkg: func(v gobuild.Version) (string, string, error) {
 		switch {
-		case v.atLeast(3, 5):
+		case v.AtLeast(3, 5):
 			return "go.etcd.io/etcd/v3/tools/benchmark", "go.etcd.io/etcd/v3", nil
-		case v.major == 3 && v.minor == 4:
+		case v.Major == 3 && v.Minor == 4:
 			return "go.etcd.io/etcd/tools/benchmark", "go.etcd.io/etcd", nil
 		}
 		return "", "", fmt.Errorf("etcd benchmark %s is not supported: use 3.4 or later", v)
@@ -103,7 +101,7 @@ func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 		return "", err
 	}
 	modVersion := v.String()
-	if !v.atLeast(3, 5) {
+	if !v.AtLeast(3, 5) {
 		modVersion += "+incompatible"
 	}
 	target := gobuild.Target{
@@ -112,7 +110,7 @@ func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 	}
 	path, err := gobuild.Install(ctx, opts.CacheDir, target, opts.Progress)
 	if err != nil {
-		if v.major == 3 && v.minor == 4 {
+		if v.Major == 3 && v.Minor == 4 {
 			return "", fmt.Errorf("install %s %s: etcd 3.4 predates Go modules and exists only as an +incompatible version of %s, which could not be fetched or built here (the module proxy may not serve it, or it may be too old for this Go toolchain); point the cluster's binary at a prebuilt etcd 3.4 instead: %w",
 				t.name, v, modPath, err)
 		}
@@ -121,37 +119,7 @@ func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 	return path, nil
 }
 
-// version is a validated etcd release number.
-type version struct {
-	major, minor, patch int
-	pre                 string // "-rc.1" or ""
-}
-
-// Pre-releases are allowed because etcd publishes them as module versions.
-var versionRE = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?$`)
-
-// parseVersion accepts "3.5.17" and "v3.5.17". Being strict keeps the
-// version safe to use as a path element and a module query.
-func parseVersion(s string) (version, error) {
-	m := versionRE.FindStringSubmatch(s)
-	if m == nil {
-		return version{}, fmt.Errorf("etcd version %q: want a release like 3.5.17", s)
-	}
-	var v version
-	var err error
-	for i, p := range []*int{&v.major, &v.minor, &v.patch} {
-		if *p, err = strconv.Atoi(m[i+1]); err != nil {
-			return version{}, fmt.Errorf("etcd version %q: %w", s, err)
-		}
-	}
-	v.pre = m[4]
-	return v, nil
-}
-
-func (v version) String() string {
-	return fmt.Sprintf("v%d.%d.%d%s", v.major, v.minor, v.patch, v.pre)
-}
-
-func (v version) atLeast(major, minor int) bool {
-	return v.major > major || v.major == major && v.minor >= minor
+// parseVersion accepts "3.5.17" and "v3.5.17".
+func parseVersion(s string) (gobuild.Version, error) {
+	return gobuild.ParseVersion("etcd", "3.5.17", s)
 }
