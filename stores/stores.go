@@ -84,3 +84,18 @@ type ClientOptions struct {
 	Timeout     time.Duration // per operation
 	Workload    dsl.WorkloadSpec
 }
+
+// DialFunc picks how the client's connections are opened: its own Dial,
+// else the endpoints' (all endpoints of a cluster share one), else nil for
+// a direct dial.
+func (o ClientOptions) DialFunc() DialFunc {
+	if o.Dial != nil {
+		return o.Dial
+	}
+	for _, ep := range o.Endpoints {
+		if ep.Dial != nil {
+			return ep.Dial
+		}
+	}
+	return nil
+}

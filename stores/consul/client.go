@@ -134,11 +134,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 			c.Close()
 			return nil, fmt.Errorf("consul client: %w", err)
 		}
-		dial := opts.Dial
-		if dial == nil {
-			dial = opts.Endpoints[0].Dial
-		}
-		cn := &conn{transport: newTransport(dial, maxIdleConnsPerHost)}
+		cn := &conn{transport: newTransport(opts.DialFunc(), maxIdleConnsPerHost)}
 		c.conns = append(c.conns, cn)
 		for _, ep := range opts.Endpoints {
 			cli, err := newAPIClient(ep.ClientAddr, cn.transport)

@@ -103,7 +103,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 		// Rotating the endpoint order spreads the connections' first
 		// picks over the members instead of all starting on node 1.
 		rotated := append(append([]string(nil), urls[i%len(urls):]...), urls[:i%len(urls)]...)
-		cli, err := clientv3.New(clientConfig(rotated, dialer(opts.Dial, opts.Endpoints)))
+		cli, err := clientv3.New(clientConfig(rotated, opts.DialFunc()))
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("etcd client: connection %d of %d: %w", i+1, n, err)
@@ -111,21 +111,6 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 		c.conns = append(c.conns, cli)
 	}
 	return c, nil
-}
-
-// dialer picks how connections are opened: the client's own dialer, else
-// the endpoints' (all endpoints of a cluster share one), else nil for a
-// direct dial.
-func dialer(own stores.DialFunc, eps []stores.Endpoint) stores.DialFunc {
-	if own != nil {
-		return own
-	}
-	for _, ep := range eps {
-		if ep.Dial != nil {
-			return ep.Dial
-		}
-	}
-	return nil
 }
 
 // clientConfig is the clientv3 configuration shared by workload and status

@@ -124,7 +124,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 	for i, ep := range opts.Endpoints {
 		addrs[i] = ep.ClientAddr
 	}
-	dial := dialer(opts.Dial, opts.Endpoints)
+	dial := opts.DialFunc()
 	for i := range n {
 		if err := ctx.Err(); err != nil {
 			c.Close()
@@ -235,21 +235,6 @@ func (c *handshakeConn) SetReadDeadline(t time.Time) error {
 }
 func (c *handshakeConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(c.clamp(t))
-}
-
-// dialer picks how connections are opened: the client's own dialer, else
-// the endpoints' (all endpoints of a cluster share one), else nil for a
-// direct dial.
-func dialer(own stores.DialFunc, eps []stores.Endpoint) stores.DialFunc {
-	if own != nil {
-		return own
-	}
-	for _, ep := range eps {
-		if ep.Dial != nil {
-			return ep.Dial
-		}
-	}
-	return nil
 }
 
 type nopLogger struct{}
