@@ -177,21 +177,6 @@ func (p *StatusPoller) Close() error {
 	return nil
 }
 
-// Status asks every server once, over connections made for the purpose.
-// A runner that polls repeatedly should keep a StatusPoller instead.
-func Status(ctx context.Context, eps []stores.Endpoint, timeout time.Duration) []stores.NodeStatus {
-	p, err := NewStatusPoller(eps)
-	if err != nil {
-		out := make([]stores.NodeStatus, len(eps))
-		for i, ep := range eps {
-			out[i] = stores.NodeStatus{Node: ep.Node, Err: err}
-		}
-		return out
-	}
-	defer p.Close()
-	return p.Poll(ctx, timeout)
-}
-
 // WaitReady waits, up to timeout, until every server answers and all of
 // them name the same leader, which itself says it leads. The error names
 // the servers that did not answer or disagreed at the last poll.

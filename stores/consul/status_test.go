@@ -153,7 +153,12 @@ func TestWaitReadyNamesSilentNodes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "n1 did not answer") || !strings.Contains(err.Error(), "n2 did not answer") {
 		t.Errorf("WaitReady with nothing listening: %v", err)
 	}
-	for _, s := range Status(context.Background(), eps, 200*time.Millisecond) {
+	p, err := NewStatusPoller(eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, s := range p.Poll(context.Background(), 200*time.Millisecond) {
 		if s.Err == nil {
 			t.Errorf("Status of %d: no error with nothing listening", s.Node)
 		}
