@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -328,7 +325,7 @@ func Classify(err error) string {
 	}
 	// Context errors first: net/http reports a request whose context
 	// ended with the context's error inside its *url.Error.
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if stores.Abandoned(err) {
 		return dsl.ErrTimeout
 	}
 	// An HTTP answer other than the one expected: api v1.34.5 returns it as
@@ -342,17 +339,8 @@ func Classify(err error) string {
 	if errors.As(err, &pse) && pse != nil {
 		return classifyStatus(pse.Code, pse.Body)
 	}
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
-		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, net.ErrClosed):
-		return dsl.ErrConnection
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return dsl.ErrTimeout
+	if class := stores.NetworkClass(err); class != "" {
+		return class
 	}
 	// Any other failure of the HTTP exchange itself ("server closed idle
 	// connection", a malformed response) got no answer from Consul. A

@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -274,12 +270,7 @@ func Classify(err error) string {
 	}
 	// Context errors first: clientv3 returns the caller's context error
 	// when a call fails because that context ended.
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return dsl.ErrTimeout
-	}
-	if errors.Is(err, context.Canceled) {
-		// Abandoned before an answer came: like a timeout, the op may or
-		// may not have been applied.
+	if stores.Abandoned(err) {
 		return dsl.ErrTimeout
 	}
 
@@ -332,16 +323,11 @@ func Classify(err error) string {
 		return dsl.ErrOther
 	}
 	// Errors from below gRPC, should one surface unwrapped.
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, net.ErrClosed), errors.Is(err, clientv3.ErrNoAvailableEndpoints):
+	if errors.Is(err, clientv3.ErrNoAvailableEndpoints) {
 		return dsl.ErrConnection
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return dsl.ErrTimeout
+	if class := stores.NetworkClass(err); class != "" {
+		return class
 	}
 	return dsl.ErrOther
 }

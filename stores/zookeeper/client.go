@@ -5,14 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -571,8 +568,7 @@ func Classify(err error) string {
 		return ""
 	}
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
-		errors.Is(err, context.Canceled):
+	case stores.Abandoned(err):
 		return dsl.ErrTimeout
 	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer),
 		errors.Is(err, zk.ErrClosing):
@@ -595,17 +591,12 @@ func Classify(err error) string {
 		}
 		return dsl.ErrOther
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return dsl.ErrTimeout
+	if class := stores.NetworkClass(err); class != "" {
+		return class
 	}
+	// Any other failure of a dial, read or write got no answer.
 	var oe *net.OpError
-	switch {
-	case errors.As(err, &oe),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, net.ErrClosed):
+	if errors.As(err, &oe) {
 		return dsl.ErrConnection
 	}
 	return dsl.ErrOther
