@@ -165,7 +165,7 @@ func header(r *results.Results) []field {
 		d += " planned, " + fmtSeconds(float64(r.Finished.Sub(r.Started))/float64(time.Millisecond)) + " run"
 	}
 	add("duration", d)
-	add("sweep point", pointLabel(r, -1))
+	add("sweep point", results.PointLabel(r, -1))
 	var backend []string
 	for _, k := range slices.Sorted(maps.Keys(r.Backend)) {
 		if k != "store" {
@@ -174,22 +174,6 @@ func header(r *results.Results) []field {
 	}
 	add("backend", strings.Join(backend, ", "))
 	return h
-}
-
-// pointLabel names a run by its sweep point, or by its position i (from 0)
-// when it has none; with i < 0 a run without a point gets no name.
-func pointLabel(r *results.Results, i int) string {
-	if len(r.Point) == 0 {
-		if i < 0 {
-			return ""
-		}
-		return fmt.Sprintf("run %d", i+1)
-	}
-	parts := make([]string, len(r.Point))
-	for j, p := range r.Point {
-		parts[j] = p.Variable + "=" + p.Value
-	}
-	return strings.Join(parts, " ")
 }
 
 func runVerdict(r *results.Results) verdict {

@@ -97,14 +97,14 @@ func newSweepPage(runs []*results.Results) (*sweepPage, error) {
 			stores = append(stores, s)
 		}
 		v := runVerdict(r)
-		pg.Points = append(pg.Points, sweepPoint{Label: pointLabel(r, i), Store: r.Backend["store"], Checks: v.Text, RunID: r.RunID, Pass: v.Pass})
+		pg.Points = append(pg.Points, sweepPoint{Label: results.PointLabel(r, i), Store: r.Backend["store"], Checks: v.Text, RunID: r.RunID, Pass: v.Pass})
 	}
 	pg.Header = append(pg.Header, field{"points", fmt.Sprint(len(runs))})
 	if len(stores) > 0 {
 		pg.Header = append(pg.Header, field{"store", strings.Join(stores, ", ")})
 	}
 	ids := map[string]bool{}
-	for _, name := range phaseNames(runs) {
+	for _, name := range results.PhaseNames(runs) {
 		sp, err := sweepPhaseFigures(runs, name, ids)
 		if err != nil {
 			return nil, fmt.Errorf("phase %s: %w", name, err)
@@ -114,19 +114,6 @@ func newSweepPage(runs []*results.Results) (*sweepPage, error) {
 		}
 	}
 	return pg, nil
-}
-
-// phaseNames lists every run's phases in first-seen order.
-func phaseNames(runs []*results.Results) []string {
-	var names []string
-	for _, r := range runs {
-		for _, p := range r.Phases {
-			if !slices.Contains(names, p.Name) {
-				names = append(names, p.Name)
-			}
-		}
-	}
-	return names
 }
 
 // row is one sweep point in a comparison chart.
@@ -145,7 +132,7 @@ func sweepPhaseFigures(runs []*results.Results, name string, ids map[string]bool
 		if !ok || p == &r.Run {
 			continue
 		}
-		rows = append(rows, row{label: pointLabel(r, i), phase: p})
+		rows = append(rows, row{label: results.PointLabel(r, i), phase: p})
 		faults = faults || len(p.Failovers) > 0
 		for _, o := range p.Ops {
 			if !slices.Contains(ops, o.Op) {

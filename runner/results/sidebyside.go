@@ -15,7 +15,7 @@ import (
 // passed. Runs that lack a phase leave its row out.
 func WriteSideBySide(w io.Writer, runs []*Results) error {
 	sw := &summaryWriter{w: w}
-	for _, phase := range phaseNames(runs) {
+	for _, phase := range PhaseNames(runs) {
 		sw.sideBySide(phase, runs)
 	}
 	if sw.err != nil {
@@ -24,8 +24,8 @@ func WriteSideBySide(w io.Writer, runs []*Results) error {
 	return nil
 }
 
-// phaseNames lists every run's phases in first-seen order.
-func phaseNames(runs []*Results) []string {
+// PhaseNames lists every run's phases in first-seen order.
+func PhaseNames(runs []*Results) []string {
 	var names []string
 	for _, r := range runs {
 		for _, p := range r.Phases {
@@ -51,7 +51,7 @@ func (s *summaryWriter) sideBySide(phase string, runs []*Results) {
 		if p == nil {
 			continue
 		}
-		l := line{point: pointLabel(r, i), store: r.Backend["store"], p: p, r: r}
+		l := line{point: PointLabel(r, i), store: r.Backend["store"], p: p, r: r}
 		wPoint, wStore = max(wPoint, len(l.point)), max(wStore, len(l.store))
 		for _, op := range p.Ops {
 			if !slices.Contains(ops, op.Op) {
@@ -101,9 +101,13 @@ func findOp(ops []OpStats, op string) *OpStats {
 	return nil
 }
 
-// pointLabel names a run by its sweep point, else by its position.
-func pointLabel(r *Results, i int) string {
+// PointLabel names a run by its sweep point ("election=1s heartbeat=100ms"),
+// else by its position i (from 0) among runs, else, with i < 0, "".
+func PointLabel(r *Results, i int) string {
 	if len(r.Point) == 0 {
+		if i < 0 {
+			return ""
+		}
 		return fmt.Sprintf("run %d", i+1)
 	}
 	parts := make([]string, len(r.Point))
@@ -113,17 +117,13 @@ func pointLabel(r *Results, i int) string {
 	return strings.Join(parts, " ")
 }
 
+// worstFailover is the phase's failover time: already the worst over its
+// faults (see AddFailover).
 func worstFailover(p *Phase) string {
-	worst, found := 0.0, false
-	for _, f := range p.Failovers {
-		if f.TimeToWriteMS != nil {
-			worst, found = max(worst, *f.TimeToWriteMS), true
-		}
-	}
-	if !found {
+	if p.FailoverTimeMS == nil {
 		return "-"
 	}
-	return fmtDuration(worst)
+	return fmtDuration(*p.FailoverTimeMS)
 }
 
 func checksPassed(r *Results) string {
