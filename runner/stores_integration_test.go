@@ -54,12 +54,10 @@ cluster "main" {
 	},
 }
 
-// storeWorkloads is a writer reading in the store's strong mode plus one
-// reader per consistency mode.
-func storeWorkloads(store string) (src string, names []string) {
-	modes := dsl.ConsistencyModes(store)
-	strong := driverFor(store).strongRead()
-	src = fmt.Sprintf(`
+// writerWorkload is a workload "writer" that writes and reads in the
+// store's strong mode, so its whole history is checked.
+func writerWorkload(store string) string {
+	return fmt.Sprintf(`
 workload "writer" {
   mix         = { put = 0.7, get = 0.3 }
   consistency = %q
@@ -67,7 +65,14 @@ workload "writer" {
   clients     = 4
   timeout     = "2s"
 }
-`, strong)
+`, driverFor(store).strongRead())
+}
+
+// storeWorkloads is a writer reading in the store's strong mode plus one
+// reader per consistency mode.
+func storeWorkloads(store string) (src string, names []string) {
+	modes := dsl.ConsistencyModes(store)
+	src = writerWorkload(store)
 	names = append(names, "writer")
 	for _, m := range modes {
 		src += fmt.Sprintf(`
@@ -191,15 +196,7 @@ func TestStoresIsolatedLeader(t *testing.T) {
 	for _, sc := range storeCases {
 		t.Run(sc.store, func(t *testing.T) {
 			needStore(t, sc.store)
-			res := runScenario(t, sc.cluster+fmt.Sprintf(`
-workload "writer" {
-  mix         = { put = 0.7, get = 0.3 }
-  consistency = %q
-  keyspace    = 200
-  clients     = 4
-  timeout     = "2s"
-}
-
+			res := runScenario(t, sc.cluster+writerWorkload(sc.store)+`
 network {
   default {
     rtt = "5ms"
@@ -215,7 +212,7 @@ phase "cut" {
     duration = "8s"
   }
 }
-`, driverFor(sc.store).strongRead()))
+`)
 			if res.Backend["network"] != "namespaces" {
 				t.Errorf("network backend %q, want namespaces", res.Backend["network"])
 			}
@@ -247,15 +244,7 @@ func TestStoresEveryFault(t *testing.T) {
 	for _, sc := range storeCases {
 		t.Run(sc.store, func(t *testing.T) {
 			needStore(t, sc.store)
-			res := runScenario(t, sc.cluster+fmt.Sprintf(`
-workload "writer" {
-  mix         = { put = 0.7, get = 0.3 }
-  consistency = %q
-  keyspace    = 200
-  clients     = 4
-  timeout     = "2s"
-}
-
+			res := runScenario(t, sc.cluster+writerWorkload(sc.store)+`
 network {
   default {
     rtt = "2ms"
@@ -297,7 +286,7 @@ phase "after" {
   duration = "4s"
   load "writer" {}
 }
-`, driverFor(sc.store).strongRead()))
+`)
 			fs := failover(t, phase(t, res, "faults"), 5)
 			for _, f := range fs {
 				if f.RecoveredMS == nil {
