@@ -21,6 +21,7 @@ import (
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/storetest"
 )
 
 // integrationVersion is the Consul the integration test runs;
@@ -53,7 +54,7 @@ type testCluster struct {
 
 // loopbackEndpoints are n nodes on 127.0.0.1 with free ports, three each.
 func loopbackEndpoints(t *testing.T, n int) []stores.Endpoint {
-	addrs := freeAddrs(t, 3*n)
+	addrs := storetest.FreeAddrs(t, 3*n)
 	var eps []stores.Endpoint
 	for i := 1; i <= n; i++ {
 		a := addrs[3*i-3:]
@@ -76,7 +77,7 @@ func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec, eps []stores.E
 		if t.Failed() {
 			for n := 1; n <= spec.Nodes; n++ {
 				b, _ := os.ReadFile(c.logs[n])
-				t.Logf("log of %s (last 4 KiB):\n%s", dsl.NodeName(n), tail(b, 4096))
+				t.Logf("log of %s (last 4 KiB):\n%s", dsl.NodeName(n), storetest.Tail(b, 4096))
 			}
 		}
 	})
@@ -126,55 +127,6 @@ func (c *testCluster) kill(n int) {
 	_ = cmd.Wait() // "signal: killed" is the expected outcome
 }
 
-// freeAddrs holds n listeners open at once so the ports differ, then frees
-// them for Consul. Serf also needs its port free for UDP, which an
-// ephemeral TCP port almost always is.
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var addrs []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return addrs
-}
-
-// waitFor polls cond every 50 ms until it returns "" or the deadline
-// passes, then fails with cond's last reason.
-func waitFor(t *testing.T, ctx context.Context, within time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		reason := cond()
-		if reason == "" {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within %s: %s", what, within, reason)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// leaders returns the nodes that say they lead.
-func leaders(sts []stores.NodeStatus) []int {
-	var ls []int
-	for _, s := range sts {
-		if s.Err == nil && s.IsLeader {
-			ls = append(ls, s.Node)
-		}
-	}
-	return ls
-}
-
 func TestIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short mode: builds consul " + integrationVersion() + " from its Go module on first use (about 4 minutes) and runs a 3-server cluster")
@@ -208,9 +160,9 @@ func TestIntegration(t *testing.T) {
 	defer poller.Close()
 	var old int
 	var oldTerm uint64
-	waitFor(t, ctx, 30*time.Second, "exactly one leader that every server names", func() string {
+	storetest.WaitFor(t, ctx, 30*time.Second, "exactly one leader that every server names", func() string {
 		sts := poller.Poll(ctx, 2*time.Second)
-		ls := leaders(sts)
+		ls := storetest.Leaders(sts)
 		if len(ls) != 1 {
 			return fmt.Sprintf("leaders %v in %+v", ls, sts)
 		}
@@ -254,7 +206,7 @@ func TestIntegration(t *testing.T) {
 		probes = append(probes, probe{p.name, stores.Op{Kind: p.kind, Key: "/failover/probe", Value: []byte("x")}, cli})
 	}
 	for _, p := range probes {
-		waitFor(t, ctx, 10*time.Second, p.name+" before the kill", func() string {
+		storetest.WaitFor(t, ctx, 10*time.Second, p.name+" before the kill", func() string {
 			if res := p.cli.Do(ctx, p.op); res.Err != nil {
 				return res.Err.Error()
 			}
@@ -307,9 +259,9 @@ func TestIntegration(t *testing.T) {
 	}
 
 	var newLeader int
-	waitFor(t, ctx, 30*time.Second, "new leader among the survivors", func() string {
+	storetest.WaitFor(t, ctx, 30*time.Second, "new leader among the survivors", func() string {
 		sts := poller.Poll(ctx, time.Second)
-		ls := leaders(sts)
+		ls := storetest.Leaders(sts)
 		if len(ls) != 1 || ls[0] == old {
 			return fmt.Sprintf("leaders %v in %+v", ls, sts)
 		}
@@ -335,7 +287,7 @@ func TestIntegration(t *testing.T) {
 		t.Fatalf("NewClient with a server down: %v", err)
 	}
 	defer after.Close()
-	waitFor(t, ctx, 15*time.Second, "put after failover", func() string {
+	storetest.WaitFor(t, ctx, 15*time.Second, "put after failover", func() string {
 		// Client 1 and 2 use connections to n2 and n3 in endpoint order;
 		// pick one that goes to a survivor.
 		client := survivors[0].Node - 1
@@ -400,7 +352,7 @@ func TestIntegration(t *testing.T) {
 		t.Fatalf("WaitReady after restarting n%d: %v", old, err)
 	}
 	t.Logf("restarted n%d rejoined in %s", old, time.Since(restarted).Round(time.Millisecond))
-	waitFor(t, ctx, 15*time.Second, "read through the restarted server", func() string {
+	storetest.WaitFor(t, ctx, 15*time.Second, "read through the restarted server", func() string {
 		res := toOld.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: "/failover/after"})
 		if res.Err != nil || !res.Found || string(res.Value) != "3" {
 			return fmt.Sprintf("%+v", res)
@@ -527,7 +479,7 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 			}
 			return
 		}
-		waitFor(t, ctx, 5*time.Second, op.Kind+" "+op.Key, func() string {
+		storetest.WaitFor(t, ctx, 5*time.Second, op.Kind+" "+op.Key, func() string {
 			if res := do(op); !ok(res) {
 				return fmt.Sprintf("%+v", res)
 			}
@@ -560,16 +512,3 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 }
 
 var portRE = regexp.MustCompile(`:[0-9]{2,5}\b`)
-
-// tail keeps the last n bytes of a log, from a line start.
-func tail(b []byte, n int) []byte {
-	b = bytes.TrimSpace(b)
-	if len(b) <= n {
-		return b
-	}
-	b = b[len(b)-n:]
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[i+1:]
-	}
-	return append([]byte("...\n"), b...)
-}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/storetest"
 )
 
 // integrationVersion is the etcd the integration test runs;
@@ -54,7 +54,7 @@ func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec) *testCluster {
 	t.Helper()
 	dir := t.TempDir() // registered first, so removed after the kill below
 	c := &testCluster{t: t, spec: spec, procs: map[int]*exec.Cmd{}, logs: map[int]string{}}
-	addrs := freeAddrs(t, 2*spec.Nodes)
+	addrs := storetest.FreeAddrs(t, 2*spec.Nodes)
 	for i := 1; i <= spec.Nodes; i++ {
 		c.eps = append(c.eps, stores.Endpoint{Node: i, ClientAddr: addrs[2*i-2], PeerAddr: addrs[2*i-1]})
 	}
@@ -65,7 +65,7 @@ func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec) *testCluster {
 		if t.Failed() {
 			for n := 1; n <= spec.Nodes; n++ {
 				b, _ := os.ReadFile(c.logs[n])
-				t.Logf("log of %s (last 3 KiB):\n%s", dsl.NodeName(n), tail(b, 3072))
+				t.Logf("log of %s (last 3 KiB):\n%s", dsl.NodeName(n), storetest.Tail(b, 3072))
 			}
 		}
 	})
@@ -102,54 +102,6 @@ func (c *testCluster) kill(n int) {
 		c.t.Errorf("kill %s: %v", dsl.NodeName(n), err)
 	}
 	_ = cmd.Wait() // "signal: killed" is the expected outcome
-}
-
-// freeAddrs holds n listeners open at once so the ports differ, then frees
-// them for etcd.
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var addrs []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return addrs
-}
-
-// waitFor polls cond every 100 ms until it returns "" or the deadline
-// passes, then fails with cond's last reason.
-func waitFor(t *testing.T, ctx context.Context, within time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		reason := cond()
-		if reason == "" {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within %s: %s", what, within, reason)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// leaders returns the nodes that say they lead.
-func leaders(sts []stores.NodeStatus) []int {
-	var ls []int
-	for _, s := range sts {
-		if s.Err == nil && s.IsLeader {
-			ls = append(ls, s.Node)
-		}
-	}
-	return ls
 }
 
 func TestIntegration(t *testing.T) {
@@ -194,9 +146,9 @@ func TestIntegration(t *testing.T) {
 	// Polled rather than asked once: on a busy machine a member may miss
 	// heartbeats and call an election between two checks.
 	var old int
-	waitFor(t, ctx, 30*time.Second, "exactly one leader that every member names", func() string {
+	storetest.WaitFor(t, ctx, 30*time.Second, "exactly one leader that every member names", func() string {
 		sts := poller.Poll(ctx, 2*time.Second)
-		ls := leaders(sts)
+		ls := storetest.Leaders(sts)
 		if len(ls) != 1 {
 			return fmt.Sprintf("leaders %v in %+v", ls, sts)
 		}
@@ -217,7 +169,7 @@ func TestIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lin.Close()
-	waitFor(t, ctx, 10*time.Second, "put before the kill", func() string {
+	storetest.WaitFor(t, ctx, 10*time.Second, "put before the kill", func() string {
 		if res := lin.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "failover/before", Value: []byte("1")}); res.Err != nil {
 			return res.Err.Error()
 		}
@@ -240,9 +192,9 @@ func TestIntegration(t *testing.T) {
 	}
 
 	var newLeader int
-	waitFor(t, ctx, 30*time.Second, "new leader among the survivors", func() string {
+	storetest.WaitFor(t, ctx, 30*time.Second, "new leader among the survivors", func() string {
 		sts := poller.Poll(ctx, time.Second)
-		ls := leaders(sts)
+		ls := storetest.Leaders(sts)
 		if len(ls) != 1 || ls[0] == old {
 			return fmt.Sprintf("leaders %v in %+v", ls, sts)
 		}
@@ -262,7 +214,7 @@ func TestIntegration(t *testing.T) {
 	// The old client recovers on its own once a leader is back (the test
 	// may retry; the client never does), and a new client can be made
 	// while a member is down.
-	waitFor(t, ctx, 10*time.Second, "put through the old client after failover", func() string {
+	storetest.WaitFor(t, ctx, 10*time.Second, "put through the old client after failover", func() string {
 		if res := lin.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "failover/after", Value: []byte("3")}); res.Err != nil {
 			return res.Err.Error()
 		}
@@ -284,7 +236,7 @@ func TestIntegration(t *testing.T) {
 		}
 	}
 	c.kill(newLeader)
-	waitFor(t, ctx, 30*time.Second, "the survivor notices it has no leader", func() string {
+	storetest.WaitFor(t, ctx, 30*time.Second, "the survivor notices it has no leader", func() string {
 		for _, s := range poller.Poll(ctx, time.Second) {
 			if s.Node == survivor && (s.Err != nil || s.Leader != 0) {
 				return fmt.Sprintf("n%d: %+v", survivor, s)
@@ -301,14 +253,14 @@ func TestIntegration(t *testing.T) {
 			t.Errorf("linearizable %s on a lone member: %v, class %q; want unavailable", kind, res.Err, res.Class)
 		}
 	}
-	waitFor(t, ctx, 10*time.Second, "serializable read on a lone member", func() string {
+	storetest.WaitFor(t, ctx, 10*time.Second, "serializable read on a lone member", func() string {
 		res := ser.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: "failover/after"})
 		if res.Err != nil || !res.Found || string(res.Value) != "3" {
 			return fmt.Sprintf("%+v", res)
 		}
 		return ""
 	})
-	if sts := Status(ctx, c.eps, time.Second); len(leaders(sts)) != 0 {
+	if sts := Status(ctx, c.eps, time.Second); len(storetest.Leaders(sts)) != 0 {
 		t.Errorf("a leader without quorum: %+v", sts)
 	}
 }
@@ -339,7 +291,7 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 			}
 			return
 		}
-		waitFor(t, ctx, 5*time.Second, op.Kind+" "+op.Key, func() string {
+		storetest.WaitFor(t, ctx, 5*time.Second, op.Kind+" "+op.Key, func() string {
 			if res := do(op); !ok(res) {
 				return fmt.Sprintf("%+v", res)
 			}
@@ -372,17 +324,4 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 	do(stores.Op{Kind: dsl.OpDelete, Key: p + "a"})
 	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
 	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
-}
-
-// tail keeps the last n bytes of a log, from a line start.
-func tail(b []byte, n int) []byte {
-	b = bytes.TrimSpace(b)
-	if len(b) <= n {
-		return b
-	}
-	b = b[len(b)-n:]
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[i+1:]
-	}
-	return append([]byte("...\n"), b...)
 }

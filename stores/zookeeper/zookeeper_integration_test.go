@@ -20,6 +20,7 @@ import (
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/storetest"
 )
 
 // testEnsemble is a real ZooKeeper ensemble of child processes on
@@ -40,7 +41,7 @@ type testEnsemble struct {
 func startEnsemble(t *testing.T, inst Install, spec dsl.ClusterSpec) *testEnsemble {
 	t.Helper()
 	e := &testEnsemble{t: t, inst: inst, spec: spec, dir: t.TempDir(), procs: map[int]*exec.Cmd{}}
-	addrs := freeAddrs(t, 3*spec.Nodes)
+	addrs := storetest.FreeAddrs(t, 3*spec.Nodes)
 	for i := 1; i <= spec.Nodes; i++ {
 		e.eps = append(e.eps, stores.Endpoint{
 			Node: i, ClientAddr: addrs[3*i-3], PeerAddr: addrs[3*i-2], Extra: []string{addrs[3*i-1]},
@@ -53,7 +54,7 @@ func startEnsemble(t *testing.T, inst Install, spec dsl.ClusterSpec) *testEnsemb
 		if t.Failed() {
 			for n := 1; n <= spec.Nodes; n++ {
 				b, _ := os.ReadFile(e.logPath(n))
-				t.Logf("log of %s (last 3 KiB):\n%s", dsl.NodeName(n), tail(b, 3072))
+				t.Logf("log of %s (last 3 KiB):\n%s", dsl.NodeName(n), storetest.Tail(b, 3072))
 			}
 		}
 	})
@@ -104,60 +105,6 @@ func (e *testEnsemble) kill(n int) {
 	_ = cmd.Wait() // "signal: killed" is the expected outcome
 }
 
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
-
-// freeAddrs holds n listeners open at once so the ports differ, then frees
-// them for ZooKeeper.
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var addrs []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return addrs
-}
-
-// waitFor polls cond every 100 ms until it returns "" or the deadline
-// passes, then fails with cond's last reason.
-func waitFor(t *testing.T, ctx context.Context, within time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		reason := cond()
-		if reason == "" {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within %s: %s", what, within, reason)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func leaders(sts []stores.NodeStatus) []int {
-	var ls []int
-	for _, s := range sts {
-		if s.Err == nil && s.IsLeader {
-			ls = append(ls, s.Node)
-		}
-	}
-	return ls
-}
-
 func TestIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short mode: runs a 3-node ZooKeeper ensemble")
@@ -205,9 +152,9 @@ func TestIntegration(t *testing.T) {
 	// After the writes above every follower has applied a transaction of
 	// the leader's epoch, so all of them report it.
 	var old int
-	waitFor(t, ctx, 30*time.Second, "exactly one leader that every node names, in one epoch", func() string {
+	storetest.WaitFor(t, ctx, 30*time.Second, "exactly one leader that every node names, in one epoch", func() string {
 		sts := poller.Poll(ctx, 2*time.Second)
-		ls := leaders(sts)
+		ls := storetest.Leaders(sts)
 		if len(ls) != 1 {
 			return fmt.Sprintf("leaders %v in %+v", ls, sts)
 		}
@@ -267,9 +214,9 @@ func TestIntegration(t *testing.T) {
 		firstWrite.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), classes)
 
 	var newLeader int
-	waitFor(t, ctx, 30*time.Second, "new leader among the survivors", func() string {
+	storetest.WaitFor(t, ctx, 30*time.Second, "new leader among the survivors", func() string {
 		sts := poller.Poll(ctx, time.Second)
-		ls := leaders(sts)
+		ls := storetest.Leaders(sts)
 		if len(ls) != 1 || ls[0] == old {
 			return fmt.Sprintf("leaders %v in %+v", ls, sts)
 		}
@@ -319,7 +266,7 @@ func TestIntegration(t *testing.T) {
 			e.kill(n)
 		}
 	}
-	waitFor(t, ctx, 30*time.Second, "the survivor stops serving", func() string {
+	storetest.WaitFor(t, ctx, 30*time.Second, "the survivor stops serving", func() string {
 		for _, s := range poller.Poll(ctx, time.Second) {
 			if s.Node == old && (s.Err != nil || s.Leader != 0 || s.IsLeader) {
 				return fmt.Sprintf("n%d: %+v", old, s)
@@ -365,7 +312,7 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 			}
 			return
 		}
-		waitFor(t, ctx, 5*time.Second, op.Kind+" "+op.Key, func() string {
+		storetest.WaitFor(t, ctx, 5*time.Second, op.Kind+" "+op.Key, func() string {
 			if res := do(op); !ok(res) {
 				return fmt.Sprintf("%+v", res)
 			}

@@ -1,0 +1,75 @@
+// Package storetest holds what the store drivers' integration tests share:
+// free loopback addresses for a cluster, waiting for a condition, who
+// leads, and the end of a node's log.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/stores"
+)
+
+// FreeAddrs holds n listeners open at once so the ports differ, then frees
+// them for the store.
+func FreeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		addrs = append(addrs, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return addrs
+}
+
+// WaitFor polls cond every 50 ms until it returns "" or the deadline
+// passes, then fails with cond's last reason.
+func WaitFor(t *testing.T, ctx context.Context, within time.Duration, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		reason := cond()
+		if reason == "" {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("%s: not within %s: %s", what, within, reason)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Leaders returns the nodes that say they lead.
+func Leaders(sts []stores.NodeStatus) []int {
+	var ls []int
+	for _, s := range sts {
+		if s.Err == nil && s.IsLeader {
+			ls = append(ls, s.Node)
+		}
+	}
+	return ls
+}
+
+// Tail keeps the last n bytes of a log, from a line start.
+func Tail(b []byte, n int) []byte {
+	b = bytes.TrimSpace(b)
+	if len(b) <= n {
+		return b
+	}
+	b = b[len(b)-n:]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return append([]byte("...\n"), b...)
+}
