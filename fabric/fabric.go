@@ -26,6 +26,11 @@ type HostSpec struct {
 	Name string
 	// Region is where the host sits; links are declared between regions.
 	Region string
+	// AttachPID, when not 0, makes the host the existing network
+	// namespace of that process (a container's, say) instead of a new
+	// one: the fabric names it, adds its TUN device, address and route,
+	// and at Close removes those and the name, never the namespace.
+	AttachPID int
 }
 
 // Host is one network namespace with its address.
@@ -35,6 +40,7 @@ type Host struct {
 	Region string
 	Addr   netip.Addr
 	ns     string // namespace name
+	attach int    // pid whose namespace this is; 0 for one the fabric made
 	tun    *os.File
 	ip     string // iproute2 binary
 }
@@ -155,7 +161,7 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 		if _, dup := f.byName[s.Name]; dup {
 			return nil, fmt.Errorf("fabric: host %q declared twice", s.Name)
 		}
-		h := &Host{ID: i, Name: s.Name, Region: s.Region, Addr: hostAddr(i), ns: nsName(opts.RunID, s.Name), ip: ip}
+		h := &Host{ID: i, Name: s.Name, Region: s.Region, Addr: hostAddr(i), ns: nsName(opts.RunID, s.Name), attach: s.AttachPID, ip: ip}
 		if err := f.addHost(ctx, h); err != nil {
 			return nil, fmt.Errorf("fabric: host %s: %w", s.Name, err)
 		}
@@ -172,7 +178,14 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 const Backend = "userspace (TUN router)"
 
 func (f *Fabric) addHost(ctx context.Context, h *Host) error {
-	if err := runIP(ctx, f.ip, "netns", "add", h.ns); err != nil {
+	create := []string{"netns", "add", h.ns}
+	if h.attach != 0 {
+		// A name for the process's namespace, so that it is handled like
+		// the others; deleting the name later leaves the namespace, which
+		// lives as long as its processes.
+		create = []string{"netns", "attach", h.ns, strconv.Itoa(h.attach)}
+	}
+	if err := runIP(ctx, f.ip, create...); err != nil {
 		return err
 	}
 	// Registered before anything else can fail, so Close removes it.
@@ -240,6 +253,10 @@ func (f *Fabric) Close(ctx context.Context) error {
 		}
 	}
 	for _, h := range f.hosts {
+		// For an attached namespace this removes only the name: the TUN
+		// device, with its address and route, went when its file was
+		// closed above (it is not persistent), and the namespace lives on
+		// with its processes.
 		if err := runIP(ctx, f.ip, "netns", "delete", h.ns); err != nil {
 			errs = append(errs, err)
 		}

@@ -382,3 +382,60 @@ func TestReapKilledRun(t *testing.T) {
 		t.Errorf("Reap removed a live fabric's namespace: %v", err)
 	}
 }
+
+// TestAttach makes a host of another process's namespace (as the docker
+// provider does with a container's) and checks that it is shaped like the
+// others and that Close leaves the namespace, and only it, behind.
+func TestAttach(t *testing.T) {
+	needFabric(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs util-linux's unshare")
+	}
+	cmd := exec.Command(unshare, "--net", "sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	nsLink := func() string {
+		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid))
+		return l
+	}
+	self, _ := os.Readlink("/proc/self/ns/net")
+	deadline := time.Now().Add(5 * time.Second)
+	for nsLink() == self || nsLink() == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("unshare did not enter a namespace of its own")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	own := nsLink()
+	f, err := New(context.Background(), []HostSpec{{Name: "c", Region: "c", AttachPID: cmd.Process.Pid}, {Name: "b", Region: "b"}},
+		Options{RunID: "t" + fmt.Sprint(time.Now().UnixNano()%1e6), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	both(f, "c", "b", shaper.Link{Delay: 10 * time.Millisecond})
+	m := median(tcpRoundTrips(t, f, "c", "b", 20))
+	t.Logf("TCP round trip to an attached namespace with rtt 20ms: median %v", m)
+	if m < 20*time.Millisecond || m > 25*time.Millisecond {
+		t.Errorf("median round trip %v, want 20-25ms", m)
+	}
+	path := f.Host("c").NetnsPath()
+	if err := f.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("name %s left behind", path)
+	}
+	if nsLink() != own {
+		t.Fatalf("the attached process changed namespace")
+	}
+	out, err := exec.Command("nsenter", "--net=/proc/"+fmt.Sprint(cmd.Process.Pid)+"/ns/net", "ip", "-o", "link").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nsenter: %v: %s", err, out)
+	}
+	if strings.Contains(string(out), tunName) {
+		t.Errorf("TUN device left in the attached namespace: %s", out)
+	}
+}

@@ -90,3 +90,7 @@ func mentionsAddrInUse(path string, from int64) bool {
 	}
 	return bytes.Contains(bytes.ToLower(b), []byte("address already in use"))
 }
+
+// TailFile returns the last n lines of the file at path, without the final
+// newline; the container provider's nodes log to files too.
+func TailFile(path string, n int) (string, error) { return tailFile(path, n) }
