@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/images"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/consul"
 	"github.com/coordlab/scenario/stores/etcd"
@@ -20,6 +22,9 @@ type driver interface {
 	// install finds or builds the store's server for c (c.Binary when
 	// set), reporting a build on progress, and returns how to launch nodes.
 	install(ctx context.Context, c dsl.ClusterSpec, cacheDir string, progress io.Writer) (launcher, error)
+	// containerLauncher launches nodes of c in the store's image, laid out
+	// as the official image is (see package images).
+	containerLauncher(c dsl.ClusterSpec) launcher
 	// ports are the ports a node listens on when it has an address of its
 	// own (in a network fabric): the client port, the peer port, then the
 	// store's others, in the order of stores.Endpoint.Extra. On loopback
@@ -89,9 +94,15 @@ func (etcdDriver) install(ctx context.Context, c dsl.ClusterSpec, cacheDir strin
 	if err != nil {
 		return nil, err
 	}
-	return binaryLauncher(bin, func(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) ([]string, error) {
-		return etcd.Args(c, node, eps, dataDir), nil
-	}), nil
+	return binaryLauncher(bin, etcdArgs), nil
+}
+
+func etcdArgs(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) ([]string, error) {
+	return etcd.Args(c, node, eps, dataDir), nil
+}
+
+func (etcdDriver) containerLauncher(dsl.ClusterSpec) launcher {
+	return binaryLauncher(images.EtcdBinary, etcdArgs)
 }
 
 func (etcdDriver) ports() []int { return []int{2379, 2380} }
@@ -125,6 +136,17 @@ func (zookeeperDriver) install(_ context.Context, c dsl.ClusterSpec, _ string, _
 	}, nil
 }
 
+func (zookeeperDriver) containerLauncher(c dsl.ClusterSpec) launcher {
+	inst := zookeeper.Install{
+		Java:      filepath.Join(images.JavaHome, "bin", "java"),
+		ClassPath: images.ZooKeeperClassPath(c.Version),
+		Version:   c.Version,
+	}
+	return func(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) (string, []string, error) {
+		return zookeeper.Command(inst, c, node, eps, dataDir)
+	}
+}
+
 func (zookeeperDriver) ports() []int {
 	return []int{zookeeper.ClientPort, zookeeper.PeerPort, zookeeper.ElectionPort}
 }
@@ -153,6 +175,10 @@ func (consulDriver) install(ctx context.Context, c dsl.ClusterSpec, cacheDir str
 		return nil, err
 	}
 	return binaryLauncher(bin, consul.Args), nil
+}
+
+func (consulDriver) containerLauncher(dsl.ClusterSpec) launcher {
+	return binaryLauncher(images.ConsulBinary, consul.Args)
 }
 
 func (consulDriver) ports() []int {

@@ -40,6 +40,13 @@ workload "w" {
 // runScenario compiles src and runs it, failing the test on any error.
 func runScenario(t *testing.T, src string) *results.Results {
 	t.Helper()
+	return runScenarioWith(t, src, Options{})
+}
+
+// runScenarioWith is runScenario with options (a provider, say); the
+// state and output directories are the test's own.
+func runScenarioWith(t *testing.T, src string, opts Options) *results.Results {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("skipped in -short mode: starts a real 3-node cluster (etcd and Consul are built from their Go modules on first use)")
 	}
@@ -50,11 +57,9 @@ func runScenario(t *testing.T, src string) *results.Results {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	state, out := t.TempDir(), t.TempDir()
-	res, err := Run(ctx, build.Plans[0], Options{
-		OutDir:   out,
-		StateDir: state,
-		Logger:   slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
+	opts.OutDir, opts.StateDir = out, state
+	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	res, err := Run(ctx, build.Plans[0], opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

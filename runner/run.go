@@ -19,6 +19,7 @@ import (
 	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/runner/checker"
+	"github.com/coordlab/scenario/runner/container"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/runner/results"
@@ -57,6 +58,9 @@ type Options struct {
 	// NetworkDirect with packets on unshaped links written straight from
 	// the reader instead. "" leaves the choice to the plan.
 	Network string
+	// Provider runs every cluster with this provider (dsl.ProviderProcess
+	// or dsl.ProviderDocker) whatever the plan says; "" keeps the plan's.
+	Provider string
 }
 
 // Values of Options.Network.
@@ -88,6 +92,10 @@ const (
 // results.Results.Passed). Every process and directory the run created is
 // removed before Run returns, unless opts.Keep.
 func Run(ctx context.Context, plan *dsl.Plan, opts Options) (*results.Results, error) {
+	plan, err := withProvider(plan, opts.Provider)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkSupported(plan, fabric.Available); err != nil {
 		return nil, err
 	}
@@ -113,10 +121,13 @@ type execution struct {
 	cluster dsl.ClusterSpec
 	drv     driver
 
-	proc    *process.Run
-	nodes   []*process.Node // nodes[i] is node i+1
-	eps     []stores.Endpoint
-	clients map[string]stores.Client
+	proc      *process.Run
+	ctr       *container.Run    // nil unless the cluster runs in containers
+	image     string            // the store's image, for containers
+	sandboxes []*container.Node // sandboxes[i] holds node i+1's namespace
+	nodes     []node            // nodes[i] is node i+1
+	eps       []stores.Endpoint
+	clients   map[string]stores.Client
 
 	// epoch is the one clock of the recorded history: every engine's
 	// times are moved onto it.
@@ -139,6 +150,13 @@ type execution struct {
 }
 
 func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
+	// Containers first: they write into run directories ReapStale removes.
+	if removed, err := container.Reap(ctx, x.log); err != nil {
+		x.log.Warn("cleaning up containers of earlier runs", "err", err)
+	} else if len(removed) > 0 {
+		fmt.Fprintf(x.opts.Progress, "removed %d container(s), volume(s) and network(s) left behind by an earlier, killed scenario\n", len(removed))
+	}
+
 	reaped, err := process.ReapStale(ctx, x.opts.StateDir, x.log)
 	if err != nil {
 		x.log.Warn("cleaning up after earlier runs", "err", err)
@@ -160,9 +178,9 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		}
 	}
 
-	launch, err := x.drv.install(ctx, x.cluster, x.opts.CacheDir, x.opts.Progress)
+	launch, err := x.install(ctx)
 	if err != nil {
-		return nil, x.infra("", "install", fmt.Errorf("get %s %s: %w", x.cluster.Store, x.cluster.Version, err))
+		return nil, x.infra("", "install", err)
 	}
 
 	x.proc, err = process.NewRun(process.RunOptions{StateDir: x.opts.StateDir, Keep: x.opts.Keep, Logger: x.log, StopGrace: teardownGrace})
@@ -176,6 +194,11 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		if cerr := x.proc.Close(tctx); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
 		}
+		if x.ctr != nil {
+			if cerr := x.ctr.Close(tctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
+			}
+		}
 		// After the processes: a namespace lives on while a process is in it.
 		if x.fab != nil {
 			if cerr := x.fab.Close(tctx); cerr != nil {
@@ -187,6 +210,12 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		}
 	}()
 
+	if x.docker() {
+		// Before the fabric: it shapes the sandboxes' namespaces.
+		if err := x.startSandboxes(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if needsFabric(x.plan) || x.opts.Network != "" {
 		if err := x.startFabric(ctx); err != nil {
 			return nil, err
@@ -218,6 +247,9 @@ func (x *execution) startFabric(ctx context.Context) error {
 	specs := make([]fabric.HostSpec, len(hosts))
 	for i, h := range hosts {
 		specs[i] = fabric.HostSpec{Name: h.name, Region: h.region}
+		if h.node > 0 && x.ctr != nil {
+			specs[i].AttachPID = x.sandboxes[h.node-1].SandboxPID()
+		}
 	}
 	fab, err := fabric.New(ctx, specs, fabric.Options{
 		RunID: x.proc.ID(),
@@ -251,8 +283,8 @@ func networkSeed(p *dsl.Plan) int64 {
 // infra wraps err as an InfraError about node (a name, or "").
 func (x *execution) infra(node, phase string, err error) error {
 	ie := &InfraError{Cluster: x.cluster.Name, Node: node, Phase: phase, Err: err}
-	if node != "" && x.proc != nil {
-		if n := x.proc.Node(node); n != nil {
+	for _, n := range x.nodes {
+		if n.Name() == node {
 			ie.Log = x.keptLogPath(node)
 			ie.Tail = n.Tail(logTailLines)
 		}

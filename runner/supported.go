@@ -30,9 +30,6 @@ func checkSupported(p *dsl.Plan, netAvailable func() error) error {
 		if driverFor(c.Store) == nil {
 			missing = append(missing, fmt.Sprintf("store %q (cluster %q)", c.Store, c.Name))
 		}
-		if c.Provider != dsl.ProviderProcess {
-			missing = append(missing, fmt.Sprintf("provider %q (cluster %q): only local processes for now", c.Provider, c.Name))
-		}
 	}
 	for _, e := range p.Events {
 		if e.Kind == dsl.EventFaultInject && e.Fault.Disk != nil && e.Fault.Disk.Throttle > 0 {

@@ -26,6 +26,7 @@ type runFlags struct {
 	abortOnFail bool
 	stateDir    string
 	cacheDir    string
+	provider    string
 	verbose     bool
 }
 
@@ -58,6 +59,7 @@ comparison.txt and sweep.html.
 	fl.BoolVar(&f.abortOnFail, "abort-on-fail", false, "stop at the end of the first phase after which a check marked abort_on_fail fails")
 	fl.StringVar(&f.stateDir, "state-dir", "", "where run workspaces live (default $XDG_RUNTIME_DIR/scenario or /tmp/scenario-<uid>)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where store binaries are kept (default $XDG_CACHE_HOME/scenario/stores)")
+	fl.StringVar(&f.provider, "provider", "", "run every cluster as \"process\" or \"docker\" whatever the file says (docker needs `scenario images build` first where no registry is reachable)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
 	return cmd
 }
@@ -100,6 +102,7 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 			Logger:       logger,
 			Progress:     stderr,
 			Live:         isTerminal(stderr),
+			Provider:     f.provider,
 		})
 		if res != nil {
 			// Results exist even when a fault could not be applied: show

@@ -8,11 +8,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/images"
+	"github.com/coordlab/scenario/runner/container"
 )
 
 // asCLIEnv makes the test binary act as the scenario command, so that the
@@ -214,14 +219,68 @@ func TestRunIntegration(t *testing.T) {
 		}
 		assertNothingLeft(t, state)
 	})
+
+	t.Run("a SIGKILLed docker run's containers are removed by the next", func(t *testing.T) {
+		ctx := context.Background()
+		if err := container.Available(ctx); err != nil {
+			t.Skipf("needs a Docker engine: %v", err)
+		}
+		if err := images.Check(ctx, images.BaseImage, images.Default(dsl.StoreEtcd, dsl.DefaultVersion(dsl.StoreEtcd))); err != nil {
+			t.Skipf("needs etcd's image: %v", err)
+		}
+		cmd, _, _ := startLongRun(t, state, "--provider", "docker")
+		owner := strconv.Itoa(cmd.Process.Pid)
+		cmd.Process.Kill()
+		cmd.Wait()
+		// 3 store and 3 sandbox containers, 3 volumes, 1 network.
+		if left := ownedBy(t, owner); len(left) != 10 {
+			t.Errorf("the killed run left %d containers, volumes and networks, want 10: %v", len(left), left)
+		}
+
+		code, stdout, errOut := run(t, "run", writeScenario(t, "pass.hcl", smokeScenario(passingCheck)), "--out", t.TempDir(), "--state-dir", state, "--provider", "docker")
+		if code != exitOK {
+			t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, errOut)
+		}
+		if !strings.Contains(errOut, "left behind by an earlier, killed scenario") {
+			t.Errorf("the next run did not report removing the killed one's containers:\n%s", errOut)
+		}
+		if left := ownedBy(t, owner); len(left) > 0 {
+			t.Errorf("left after the next run: %v", left)
+		}
+		if left := ownedBy(t, strconv.Itoa(os.Getpid())); len(left) > 0 {
+			t.Errorf("the next run left: %v", left)
+		}
+		assertNothingLeft(t, state)
+	})
+}
+
+// ownedBy lists the containers, volumes and networks the runner with pid
+// owner created and the engine still has.
+func ownedBy(t *testing.T, owner string) []string {
+	t.Helper()
+	var left []string
+	for _, kind := range []string{"container", "volume", "network"} {
+		args := []string{kind, "ls", "-q", "--filter", "label=" + container.LabelOwner + "=" + owner}
+		if kind == "container" {
+			args = append(args, "-a")
+		}
+		out, err := exec.Command("docker", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		for _, id := range strings.Fields(string(out)) {
+			left = append(left, kind+" "+id)
+		}
+	}
+	return left
 }
 
 // startLongRun starts `scenario run` on a minute-long scenario in a child
 // process and returns once its timeline is playing.
-func startLongRun(t *testing.T, state string) (*exec.Cmd, *bytes.Buffer, *watchWriter) {
+func startLongRun(t *testing.T, state string, extra ...string) (*exec.Cmd, *bytes.Buffer, *watchWriter) {
 	t.Helper()
 	path := writeScenario(t, "long.hcl", strings.Replace(smokeScenario(passingCheck), `"4s"`, `"60s"`, 1))
-	cmd := exec.Command(os.Args[0], "run", path, "--out", t.TempDir(), "--state-dir", state)
+	cmd := exec.Command(os.Args[0], append([]string{"run", path, "--out", t.TempDir(), "--state-dir", state}, extra...)...)
 	cmd.Env = append(os.Environ(), asCLIEnv+"=1")
 	started := make(chan struct{})
 	stderr := &watchWriter{pattern: "[steady]", hit: func() { close(started) }}
@@ -251,10 +310,12 @@ func TestRunRefusals(t *testing.T) {
 		stderr *regexp.Regexp
 	}{
 		{
-			name:   "the docker provider is not implemented yet",
-			src:    strings.Replace(smokeScenario(passingCheck), `nodes = 3`, "nodes = 3\n  provider = \"docker\"", 1),
-			code:   exitInvalid,
-			stderr: regexp.MustCompile(`provider "docker"`),
+			// With or without a Docker engine here: either the image or
+			// the engine is missing, and the message says what to do.
+			name:   "a docker image that is not built is an infrastructure failure",
+			src:    strings.Replace(smokeScenario(passingCheck), `nodes = 3`, "nodes = 3\n  provider = \"docker\"\n  image = \"scenario-test/absent:0\"", 1),
+			code:   exitInfra,
+			stderr: regexp.MustCompile(`(?s)(scenario-test/absent:0.*scenario images build|Docker)`),
 		},
 		{
 			// Installed or not, ZooKeeper 3.9.9 is not what Debian ships.

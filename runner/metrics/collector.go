@@ -144,6 +144,12 @@ func (c *Collector) ObserveLeader(at time.Duration, leader int, term uint64) {
 // ResourceSampler.SetPID.
 func (c *Collector) SetPID(node string, pid int) { c.resources.SetPID(node, pid) }
 
+// SetSource names how a node's usage is read when it is not from /proc;
+// see ResourceSampler.SetSource.
+func (c *Collector) SetSource(node string, id int, read func() (Usage, error)) {
+	c.resources.SetSource(node, id, read)
+}
+
 // Run merges the sinks, seals finished seconds and samples node resources
 // once a second until ctx is done. Call Flush after it returns.
 func (c *Collector) Run(ctx context.Context) {

@@ -21,10 +21,10 @@ import (
 // whatever the kernel's internal HZ, so it is assumed.
 const clockTicks = 100
 
-// ResourceSampler samples node processes from /proc: CPU, resident memory
-// and bytes written to storage. Only the given PID is sampled, not its
-// children: give it the store's own process (for a container, the PID the
-// store runs as on the host). It is safe for concurrent use.
+// ResourceSampler samples node processes from /proc, or containers from
+// their engine's stats: CPU, resident memory and bytes written to storage.
+// Of a process, only the given PID is sampled, not its children: give it
+// the store's own process. It is safe for concurrent use.
 type ResourceSampler struct {
 	base     time.Time
 	procRoot string // "/proc"; a directory laid out like it in tests
@@ -36,11 +36,13 @@ type ResourceSampler struct {
 }
 
 type nodeSampler struct {
-	pid int
+	pid  int                   // or another id of what is sampled; 0 for nothing
+	read func() (Usage, error) // reads pid's usage
+
 	// The previous sample of the current PID, the baseline for deltas.
 	havePrev    bool
 	prevAt      time.Duration
-	prevTicks   uint64
+	prevCPU     time.Duration
 	prevWritten int64 // -1 when unreadable
 	written     int64 // summed over PIDs
 	writtenOK   bool
@@ -65,6 +67,14 @@ func NewResourceSampler(base time.Time) *ResourceSampler {
 // again from the new process's second sample; everything a replacement
 // process writes counts, since it started during the run.
 func (r *ResourceSampler) SetPID(node string, pid int) {
+	r.SetSource(node, pid, func() (Usage, error) { return r.read(pid) })
+}
+
+// SetSource is SetPID for a node whose usage is read by read rather than
+// from /proc, such as a container's from its engine's stats; id changes
+// when the node restarts (its pid will do) and is 0 while it is down.
+func (r *ResourceSampler) SetSource(node string, id int, read func() (Usage, error)) {
+	pid := id
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, ok := r.nodes[node]
@@ -79,6 +89,7 @@ func (r *ResourceSampler) SetPID(node string, pid int) {
 		n.fresh = pid != 0 && n.hadPID
 		n.hadPID = n.hadPID || pid != 0
 		n.pid = pid
+		n.read = read
 		n.havePrev = false
 	}
 }
@@ -109,32 +120,32 @@ func (r *ResourceSampler) SampleAt(at time.Duration) {
 		if n.pid <= 0 {
 			continue
 		}
-		st, err := r.read(n.pid)
+		st, err := n.read()
 		if err != nil {
 			// The process may have exited between polls (a kill fault); the
 			// runner will name its successor.
 			n.havePrev = false
 			continue
 		}
-		if st.written >= 0 {
+		if st.Written >= 0 {
 			n.writtenOK = true
 			if !n.havePrev && n.fresh {
-				n.written += st.written
+				n.written += st.Written
 			}
 		}
 		n.fresh = false
 		if n.havePrev && at > n.prevAt {
-			cpu := float64(st.ticks-n.prevTicks) / clockTicks / (at - n.prevAt).Seconds() * 100
-			p := results.ResourcePoint{AtMS: results.MS(at), PID: n.pid, CPUPercent: round2(cpu), RSSBytes: st.rss}
-			if st.written >= 0 && n.prevWritten >= 0 {
-				n.written += st.written - n.prevWritten
+			cpu := (st.CPU - n.prevCPU).Seconds() / (at - n.prevAt).Seconds() * 100
+			p := results.ResourcePoint{AtMS: results.MS(at), PID: n.pid, CPUPercent: round2(cpu), RSSBytes: st.RSS}
+			if st.Written >= 0 && n.prevWritten >= 0 {
+				n.written += st.Written - n.prevWritten
 			}
 			if n.writtenOK {
 				p.WrittenBytes = results.Ptr(n.written)
 			}
 			n.points = append(n.points, p)
 		}
-		n.havePrev, n.prevAt, n.prevTicks, n.prevWritten = true, at, st.ticks, st.written
+		n.havePrev, n.prevAt, n.prevCPU, n.prevWritten = true, at, st.CPU, st.Written
 	}
 }
 
@@ -165,22 +176,25 @@ func (r *ResourceSampler) Nodes() []results.NodeResources {
 	return out
 }
 
-type procStat struct {
-	ticks   uint64 // utime + stime
-	rss     int64  // bytes
-	written int64  // write_bytes, -1 when unreadable
+// Usage is what a node has used so far.
+type Usage struct {
+	CPU     time.Duration // user and system time
+	RSS     int64         // resident memory, bytes
+	Written int64         // bytes written to storage, -1 when unknown
 }
 
-func (r *ResourceSampler) read(pid int) (procStat, error) {
+func (r *ResourceSampler) read(pid int) (Usage, error) {
 	dir := filepath.Join(r.procRoot, strconv.Itoa(pid))
-	st := procStat{written: -1}
+	st := Usage{Written: -1}
 	b, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
 		return st, fmt.Errorf("sample pid %d: %w", pid, err)
 	}
-	if st.ticks, err = parseStatTicks(b); err != nil {
+	ticks, err := parseStatTicks(b)
+	if err != nil {
 		return st, fmt.Errorf("sample pid %d: %w", pid, err)
 	}
+	st.CPU = time.Duration(ticks) * time.Second / clockTicks
 	b, err = os.ReadFile(filepath.Join(dir, "statm"))
 	if err != nil {
 		return st, fmt.Errorf("sample pid %d: %w", pid, err)
@@ -193,11 +207,11 @@ func (r *ResourceSampler) read(pid int) (procStat, error) {
 	if err != nil {
 		return st, fmt.Errorf("sample pid %d: statm: %w", pid, err)
 	}
-	st.rss = pages * r.pageSize
+	st.RSS = pages * r.pageSize
 	// /proc/PID/io needs ptrace access to the process; without it disk
 	// writes are simply not reported.
 	if b, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
-		st.written = parseWriteBytes(b)
+		st.Written = parseWriteBytes(b)
 	}
 	return st, nil
 }

@@ -1,0 +1,147 @@
+package container
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// cgroupUsage reads the resource use of the control groups process pid is
+// in, under procRoot and cgroupRoot ("/proc", "/sys/fs/cgroup"): cgroup v1's
+// cpuacct, memory and blkio controllers where they are mounted, else the
+// unified (v2) hierarchy. A container's processes share its groups, so this
+// is the whole container's use.
+func cgroupUsage(procRoot, cgroupRoot string, pid int) (Usage, error) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return Usage{}, err
+	}
+	groups := map[string]string{} // controller ("" for v2) -> path
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			groups[c] = f[2]
+		}
+	}
+	if p, ok := groups["cpuacct"]; ok {
+		return v1Usage(cgroupRoot, groups, p)
+	}
+	if p, ok := groups[""]; ok {
+		return v2Usage(filepath.Join(cgroupRoot, p))
+	}
+	return Usage{}, fmt.Errorf("process %d is in no cpuacct or unified control group", pid)
+}
+
+func v1Usage(root string, groups map[string]string, cpuPath string) (Usage, error) {
+	u := Usage{Written: -1}
+	ns, err := readInt(filepath.Join(root, "cpuacct", cpuPath, "cpuacct.usage"))
+	if err != nil {
+		return u, err
+	}
+	u.CPU = time.Duration(ns)
+	if p, ok := groups["memory"]; ok {
+		dir := filepath.Join(root, "memory", p)
+		mem, err := readInt(filepath.Join(dir, "memory.usage_in_bytes"))
+		if err != nil {
+			return u, err
+		}
+		if inactive, ok := statValue(filepath.Join(dir, "memory.stat"), "total_inactive_file"); ok && inactive < mem {
+			mem -= inactive
+		}
+		u.RSS = mem
+	}
+	if p, ok := groups["blkio"]; ok {
+		dir := filepath.Join(root, "blkio", p)
+		for _, name := range []string{"blkio.throttle.io_service_bytes_recursive", "blkio.throttle.io_service_bytes"} {
+			if w, err := blkioWritten(filepath.Join(dir, name)); err == nil {
+				u.Written = w
+				break
+			}
+		}
+	}
+	return u, nil
+}
+
+func v2Usage(dir string) (Usage, error) {
+	u := Usage{Written: -1}
+	usec, ok := statValue(filepath.Join(dir, "cpu.stat"), "usage_usec")
+	if !ok {
+		return u, fmt.Errorf("%s: no usage_usec", filepath.Join(dir, "cpu.stat"))
+	}
+	u.CPU = time.Duration(usec) * time.Microsecond
+	mem, err := readInt(filepath.Join(dir, "memory.current"))
+	if err != nil {
+		return u, err
+	}
+	if inactive, ok := statValue(filepath.Join(dir, "memory.stat"), "inactive_file"); ok && inactive < mem {
+		mem -= inactive
+	}
+	u.RSS = mem
+	if b, err := os.ReadFile(filepath.Join(dir, "io.stat")); err == nil {
+		u.Written = 0
+		for _, f := range strings.Fields(string(b)) {
+			if v, ok := strings.CutPrefix(f, "wbytes="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				u.Written += n
+			}
+		}
+	}
+	return u, nil
+}
+
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// statValue reads "key value" from a flat-keyed cgroup file.
+func statValue(path, key string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key+" "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// blkioWritten sums the "MAJ:MIN Write N" lines of a v1 blkio file.
+func blkioWritten(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) == 0 {
+		return 0, errors.New("empty")
+	}
+	var sum int64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[1] == "Write" {
+			n, _ := strconv.ParseInt(f[2], 10, 64)
+			sum += n
+		}
+	}
+	return sum, nil
+}

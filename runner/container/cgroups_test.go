@@ -1,0 +1,78 @@
+package container
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCgroupUsage(t *testing.T) {
+	const id = "/docker/abc"
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  Usage
+	}{
+		{
+			name: "cgroup v1, as Docker 20.10 on this machine",
+			files: map[string]string{
+				"proc/7/cgroup":                                                "9:name=systemd:" + id + "\n7:blkio:" + id + "\n4:memory:" + id + "\n2:cpuacct:" + id + "\n1:cpu:" + id + "\n0::" + id + "\n",
+				"cg/cpuacct" + id + "/cpuacct.usage":                           "1500000000\n",
+				"cg/memory" + id + "/memory.usage_in_bytes":                    "10485760\n",
+				"cg/memory" + id + "/memory.stat":                              "cache 3000000\ntotal_cache 3000000\ntotal_inactive_file 2097152\n",
+				"cg/blkio" + id + "/blkio.throttle.io_service_bytes_recursive": "8:0 Read 100\n8:0 Write 4096\n8:16 Write 1000\n8:0 Total 4196\nTotal 5196\n",
+			},
+			want: Usage{CPU: 1500 * time.Millisecond, RSS: 8388608, Written: 5096},
+		},
+		{
+			name: "cgroup v1 with cpu and cpuacct joined and no blkio",
+			files: map[string]string{
+				"proc/7/cgroup":                             "4:memory:" + id + "\n2:cpu,cpuacct:" + id + "\n",
+				"cg/cpuacct" + id + "/cpuacct.usage":        "42\n",
+				"cg/memory" + id + "/memory.usage_in_bytes": "4096\n",
+			},
+			want: Usage{CPU: 42, RSS: 4096, Written: -1},
+		},
+		{
+			name: "cgroup v2",
+			files: map[string]string{
+				"proc/7/cgroup": "0::/system.slice/docker-abc.scope\n",
+				"cg/system.slice/docker-abc.scope/cpu.stat":       "usage_usec 2500000\nuser_usec 2000000\n",
+				"cg/system.slice/docker-abc.scope/memory.current": "8192\n",
+				"cg/system.slice/docker-abc.scope/memory.stat":    "anon 4096\ninactive_file 1024\n",
+				"cg/system.slice/docker-abc.scope/io.stat":        "8:0 rbytes=10 wbytes=300 rios=1 wios=2\n8:16 rbytes=0 wbytes=700\n",
+			},
+			want: Usage{CPU: 2500 * time.Millisecond, RSS: 7168, Written: 1000},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFiles(t, root, tt.files)
+			got, err := cgroupUsage(filepath.Join(root, "proc"), filepath.Join(root, "cg"), 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	if _, err := cgroupUsage(t.TempDir(), t.TempDir(), 7); err == nil {
+		t.Error("no error for a process that is gone")
+	}
+}

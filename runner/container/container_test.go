@@ -1,0 +1,232 @@
+package container
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/coordlab/scenario/images"
+)
+
+// needDocker skips the test where no Docker engine or no base image is
+// available, saying which.
+func needDocker(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if err := Available(ctx); err != nil {
+		t.Skipf("no Docker engine reachable: %v", err)
+	}
+	if err := images.Check(ctx, images.BaseImage); err != nil {
+		t.Skipf("%v", err)
+	}
+}
+
+// shellNode is a node whose "store" is a shell loop that says hello, then
+// a line every 100 ms, and exits 0 on SIGTERM.
+func shellNode(t *testing.T, dir string) NodeSpec {
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return NodeSpec{
+		Image: images.BaseImage,
+		Path:  "/bin/sh",
+		Args: []string{"-c", `echo hello from $(hostname); trap 'echo bye; exit 0' TERM
+echo written > ` + data + `/file
+while :; do sleep 0.1; done`},
+		DataDir: data,
+		LogPath: filepath.Join(dir, "log"),
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func logHas(t *testing.T, n *Node, s string) func() bool {
+	return func() bool {
+		b, _ := os.ReadFile(n.LogPath())
+		return strings.Count(string(b), s) > 0
+	}
+}
+
+func labelled(t *testing.T, run string) []string {
+	t.Helper()
+	cli, err := newClient(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	f := make(client.Filters).Add("label", LabelRun+"="+run)
+	var out []string
+	cs, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		out = append(out, "container "+c.Names[0])
+	}
+	vs, err := cli.VolumeList(context.Background(), client.VolumeListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs.Items {
+		out = append(out, "volume "+v.Name)
+	}
+	ns, err := cli.NetworkList(context.Background(), client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns.Items {
+		out = append(out, "network "+n.Name)
+	}
+	return out
+}
+
+// TestNodeLifecycle plays every operation a fault uses on a container node
+// and checks the engine's view after each, then that Close leaves nothing.
+func TestNodeLifecycle(t *testing.T) {
+	needDocker(t)
+	ctx := context.Background()
+	runID := "test-" + time.Now().UTC().Format("150405.000")
+	runID = strings.ReplaceAll(runID, ".", "")
+	r, err := NewRun(ctx, Options{RunID: runID, SandboxImage: images.BaseImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background()) })
+	n, err := r.AddNode(ctx, "n1", shellNode(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.Addr().IsValid() || n.SandboxPID() == 0 {
+		t.Fatalf("sandbox: addr %v pid %d", n.Addr(), n.SandboxPID())
+	}
+	nsBefore, err := os.Readlink("/proc/" + itoa(n.SandboxPID()) + "/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "hello in the log", logHas(t, n, "hello from n1"))
+	if b, err := os.ReadFile(filepath.Join(n.DataDir(), "file")); err != nil || string(b) != "written\n" {
+		t.Fatalf("data dir not shared with the host: %q %v", b, err)
+	}
+	storeNS, _ := os.Readlink("/proc/" + itoa(n.PID()) + "/ns/net")
+	if storeNS != nsBefore {
+		t.Fatalf("store in namespace %s, sandbox in %s", storeNS, nsBefore)
+	}
+
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if state := procState(t, n.PID()); state != "D" && state != "S" {
+		t.Logf("paused store in state %q", state)
+	}
+	u1, err := n.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	u2, _ := n.Usage(ctx)
+	if u2.CPU != u1.CPU {
+		t.Errorf("paused container used CPU: %v -> %v", u1.CPU, u2.CPU)
+	}
+	if err := n.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "CPU use after resume", func() bool {
+		u, err := n.Usage(ctx)
+		return err == nil && u.CPU > u2.CPU
+	})
+	if u2.RSS <= 0 {
+		t.Errorf("RSS %d", u2.RSS)
+	}
+
+	exited := n.Exited()
+	start := time.Now()
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kill took %v", time.Since(start))
+	select {
+	case <-exited:
+	default:
+		t.Fatal("Exited not closed after Kill")
+	}
+	if n.Running() || n.PID() != 0 || n.Err() != nil {
+		t.Fatalf("after kill: running %v pid %d err %v", n.Running(), n.PID(), n.Err())
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "second hello", func() bool {
+		b, _ := os.ReadFile(n.LogPath())
+		return strings.Count(string(b), "hello from n1") == 2
+	})
+	if ns, _ := os.Readlink("/proc/" + itoa(n.SandboxPID()) + "/ns/net"); ns != nsBefore {
+		t.Fatalf("namespace changed across the restart: %s -> %s", nsBefore, ns)
+	}
+	start = time.Now()
+	if err := n.Stop(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("stop took %v: SIGTERM not delivered", d)
+	}
+	waitFor(t, "bye", logHas(t, n, "bye"))
+
+	// A container that dies on its own is reported.
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "third hello", func() bool {
+		b, _ := os.ReadFile(n.LogPath())
+		return strings.Count(string(b), "hello from n1") == 3
+	})
+	if err := exec.Command("kill", "-9", itoa(n.PID())).Run(); err != nil {
+		t.Fatal(err)
+	}
+	<-n.Exited()
+	if n.Err() == nil {
+		t.Fatal("an unasked-for exit gave no error")
+	}
+	t.Logf("unexpected exit: %v", n.Err())
+
+	if got := labelled(t, runID); len(got) != 4 {
+		t.Errorf("labelled resources while running: %v", got)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := labelled(t, runID); len(got) != 0 {
+		t.Errorf("left after Close: %v", got)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func procState(t *testing.T, pid int) string {
+	b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return strings.Fields(s[i+1:])[0]
+}

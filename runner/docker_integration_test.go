@@ -1,0 +1,216 @@
+package runner
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/images"
+	"github.com/coordlab/scenario/runner/container"
+	"github.com/coordlab/scenario/runner/results"
+)
+
+// These tests run the same scenarios as the process tests with every node
+// in a container. They need a Docker engine and the images `scenario images
+// build` makes (or pulled official ones), and skip saying which is missing.
+
+// needDocker skips the test unless the engine is reachable and the image of
+// store at its default version, and the sandbox image, are here.
+func needDocker(t *testing.T, store string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped in -short mode: starts a real 3-node cluster in containers")
+	}
+	ctx := context.Background()
+	if err := container.Available(ctx); err != nil {
+		t.Skipf("needs a Docker engine: %v", err)
+	}
+	if err := images.Check(ctx, images.BaseImage, images.Default(store, dsl.DefaultVersion(store))); err != nil {
+		t.Skipf("needs the store's image: %v", err)
+	}
+}
+
+var dockerOpts = Options{Provider: dsl.ProviderDocker}
+
+// leftContainers lists what of ours the engine still has: every container,
+// volume and network carrying this process's owner label.
+func leftContainers(t *testing.T) []string {
+	t.Helper()
+	var left []string
+	for _, kind := range []string{"container", "volume", "network"} {
+		args := []string{kind, "ls", "-q", "--filter", "label=" + container.LabelOwner}
+		if kind == "container" {
+			args = append(args, "-a")
+		}
+		out, err := exec.Command("docker", args...).CombinedOutput()
+		if err != nil {
+			t.Logf("docker %s: %v: %s", strings.Join(args, " "), err, out)
+			continue
+		}
+		for _, id := range strings.Fields(string(out)) {
+			left = append(left, kind+" "+id)
+		}
+	}
+	return left
+}
+
+func checkDockerRun(t *testing.T, res *results.Results) {
+	t.Helper()
+	if res.Backend["provider"] != dsl.ProviderDocker {
+		t.Errorf("provider %q, want docker", res.Backend["provider"])
+	}
+	// Resource use comes from the engine's stats of each store container.
+	if len(res.Resources) != 3 {
+		t.Errorf("resources of %d nodes, want 3", len(res.Resources))
+	}
+	for _, r := range res.Resources {
+		if r.Summary.Samples == 0 || r.Summary.CPUMeanPercent <= 0 || r.Summary.RSSMaxBytes <= 0 {
+			t.Errorf("node %s resources: %+v", r.Node, r.Summary)
+		}
+	}
+	if left := leftContainers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestDockerEtcd plays the geo cluster in containers: the put latency
+// follows the RTT matrix, then the leader is killed and restarted, a
+// follower paused and another stopped and restarted, the leader's disk
+// contended, and the leader cut off by a partition.
+func TestDockerEtcd(t *testing.T) {
+	needDocker(t, dsl.StoreEtcd)
+	needFabric(t)
+	res := runScenarioWith(t, geoCluster+`
+phase "steady" {
+  duration = "10s"
+  load "w" {
+    rate = 20
+  }
+}
+
+phase "kill" {
+  duration = "14s"
+  load "w" {
+    rate = 20
+  }
+  fault "kill" {
+    target        = "leader"
+    at            = "2s"
+    restart_after = "6s"
+  }
+}
+
+phase "nodes" {
+  duration = "12s"
+  load "w" {
+    rate = 20
+  }
+  fault "pause" {
+    target   = "follower"
+    at       = "1s"
+    duration = "3s"
+  }
+  fault "stop" {
+    target        = "follower"
+    at            = "5s"
+    restart_after = "3s"
+  }
+}
+
+phase "disk" {
+  duration = "6s"
+  load "w" {
+    rate = 20
+  }
+  fault "disk" {
+    target      = "leader"
+    block_size  = "1MiB"
+    fsync       = true
+    parallelism = 2
+    at          = "1s"
+    duration    = "4s"
+  }
+}
+
+phase "partition" {
+  duration = "14s"
+  load "w" {
+    rate = 20
+  }
+  fault "partition" {
+    target   = "leader"
+    at       = "2s"
+    duration = "7s"
+  }
+}
+`, dockerOpts)
+	checkGeoLatency(t, res, "steady")
+
+	kill := phase(t, res, "kill")
+	f := failover(t, kill, 1)[0]
+	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > 6000 {
+		t.Errorf("leader kill: new leader after %s ms, want within 6 s", fmtOpt(f.TimeToLeaderMS))
+	}
+	t.Logf("leader kill in containers: new leader after %s ms, first write after %s ms", fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
+
+	nodes := phase(t, res, "nodes")
+	for _, f := range failover(t, nodes, 2) {
+		if f.RecoveredMS == nil {
+			t.Errorf("fault %s never recovered", f.FaultID)
+		}
+	}
+	if nodes.Elections != 0 {
+		t.Errorf("pausing and stopping followers caused %d elections", nodes.Elections)
+	}
+	if f := failover(t, phase(t, res, "disk"), 1)[0]; f.Disk == nil || f.Disk.Writes == 0 {
+		t.Errorf("disk contender wrote nothing beside the container's data: %+v", f.Disk)
+	}
+
+	part := phase(t, res, "partition")
+	f = failover(t, part, 1)[0]
+	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > 6000 {
+		t.Errorf("isolated leader: new leader after %s ms, want within 6 s", fmtOpt(f.TimeToLeaderMS))
+	}
+	if f.LagMS == nil || *f.LagMS > 100 {
+		t.Errorf("partition applied %s ms late, want within 100 ms", fmtOpt(f.LagMS))
+	}
+	t.Logf("isolated leader in containers: new leader after %s ms, first write after %s ms", fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
+	checkDockerRun(t, res)
+}
+
+// TestDockerStores kills the leader of a ZooKeeper and a Consul cluster in
+// containers, as TestStores does with processes.
+func TestDockerStores(t *testing.T) {
+	for _, sc := range storeCases {
+		t.Run(sc.store, func(t *testing.T) {
+			needDocker(t, sc.store)
+			res := runScenarioWith(t, sc.cluster+writerWorkload(sc.store)+`
+phase "steady" {
+  duration = "4s"
+  load "writer" {}
+}
+
+phase "kill" {
+  duration = "14s"
+  load "writer" {}
+  fault "kill" {
+    target        = "leader"
+    at            = "2s"
+    restart_after = "8s"
+  }
+}
+`, dockerOpts)
+			f := failover(t, phase(t, res, "kill"), 1)[0]
+			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
+				t.Errorf("new leader after %s ms, want within %.0f", fmtOpt(f.TimeToLeaderMS), sc.leaderBy)
+			}
+			if f.TimeToWriteMS == nil || *f.TimeToWriteMS > sc.writeGapBy {
+				t.Errorf("first write after %s ms, want within %.0f", fmtOpt(f.TimeToWriteMS), sc.writeGapBy)
+			}
+			t.Logf("%s leader kill in containers: new leader after %s ms, first write after %s ms", sc.store, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
+			checkDockerRun(t, res)
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/images"
+	"github.com/coordlab/scenario/runner/container"
+	"github.com/coordlab/scenario/runner/metrics"
+)
+
+// node is one store server, run as a process (process.Node) or a
+// container (container.Node).
+type node interface {
+	faults.Node
+	Start(ctx context.Context) error
+	LogPath() string
+	// Exited is closed when the current run of the node ends.
+	Exited() <-chan struct{}
+	// Err says how the node ended when nothing asked it to, else nil.
+	Err() error
+	Tail(lines int) string
+}
+
+// withProvider returns plan with every cluster run by provider, or plan
+// itself when provider is "".
+func withProvider(plan *dsl.Plan, provider string) (*dsl.Plan, error) {
+	switch provider {
+	case "":
+		return plan, nil
+	case dsl.ProviderProcess, dsl.ProviderDocker:
+	default:
+		return nil, &UnsupportedError{Features: []string{fmt.Sprintf("provider %q (want %q or %q)", provider, dsl.ProviderProcess, dsl.ProviderDocker)}}
+	}
+	p := *plan
+	p.Clusters = slices.Clone(plan.Clusters)
+	for i := range p.Clusters {
+		p.Clusters[i].Provider = provider
+	}
+	return &p, nil
+}
+
+// docker reports whether the cluster runs in containers.
+func (x *execution) docker() bool { return x.cluster.Provider == dsl.ProviderDocker }
+
+// install returns how to launch the cluster's nodes: the store's server on
+// this machine, or in its image.
+func (x *execution) install(ctx context.Context) (launcher, error) {
+	c := x.cluster
+	if !x.docker() {
+		launch, err := x.drv.install(ctx, c, x.opts.CacheDir, x.opts.Progress)
+		if err != nil {
+			return nil, fmt.Errorf("get %s %s: %w", c.Store, c.Version, err)
+		}
+		return launch, nil
+	}
+	x.image = c.Image
+	if x.image == "" {
+		x.image = images.Default(c.Store, c.Version)
+	}
+	if err := images.Check(ctx, x.image, images.BaseImage); err != nil {
+		return nil, err
+	}
+	return x.drv.containerLauncher(c), nil
+}
+
+// startSandboxes creates the run's Docker network and every node's network
+// sandbox; the stores start later, in startCluster.
+func (x *execution) startSandboxes(ctx context.Context) error {
+	var err error
+	x.ctr, err = container.NewRun(ctx, container.Options{RunID: x.proc.ID(), SandboxImage: images.BaseImage, Logger: x.log})
+	if err != nil {
+		return x.infra("", "startup", err)
+	}
+	fmt.Fprintf(x.opts.Progress, "docker: network %s, image %s\n", x.ctr.Network(), x.image)
+	for i := 1; i <= x.cluster.Nodes; i++ {
+		name := dsl.NodeName(i)
+		dataDir, logPath := x.proc.NodeDir(name)
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return x.infra(name, "startup", err)
+		}
+		n, err := x.ctr.AddNode(ctx, name, container.NodeSpec{Image: x.image, DataDir: dataDir, LogPath: logPath})
+		if err != nil {
+			return x.infra(name, "startup", err)
+		}
+		x.sandboxes = append(x.sandboxes, n)
+	}
+	return nil
+}
+
+// statsTimeout bounds one read of a container's stats; the sampler reads
+// every node once a second.
+const statsTimeout = 800 * time.Millisecond
+
+// sampleNode points the resource sampler at n's current process: its pid
+// in /proc, or its container's stats. id is n's pid, 0 while it is down.
+func (x *execution) sampleNode(n node, id int) {
+	cn, ok := n.(*container.Node)
+	if !ok {
+		x.coll.SetPID(n.Name(), id)
+		return
+	}
+	x.coll.SetSource(n.Name(), id, func() (metrics.Usage, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+		defer cancel()
+		u, err := cn.Usage(ctx)
+		return metrics.Usage(u), err
+	})
+}
