@@ -19,10 +19,10 @@ run: build
 test: vet test-unit test-integration
 
 test-unit:
-	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /cmd/scenario -e /fabric$$)
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$)
 
 test-integration:
-	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./stores/zookeeper/ ./stores/consul/ ./runner/process/ ./fabric/ ./runner/ ./cmd/scenario/
+	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./stores/zookeeper/ ./stores/consul/ ./runner/process/ ./runner/container/ ./images/ ./fabric/ ./runner/ ./cmd/scenario/
 
 # Benchmarks: our closed-loop engine against etcd's own benchmark tool on one
 # cluster, reported as ratios.

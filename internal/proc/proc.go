@@ -3,8 +3,11 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Alive reports whether a process with this pid exists. It does not tell a
@@ -16,4 +19,24 @@ func Alive(pid int) bool {
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// WaitPidfd waits until the process behind the pidfd fd has exited, or ctx
+// ends. A pidfd polls readable at exit, before the process is reaped, and
+// works for processes that are not our children, which cannot be reaped
+// from here anyway.
+func WaitPidfd(ctx context.Context, fd int) error {
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 20)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
 }

@@ -158,17 +158,21 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Errorf("RSS %d", u2.RSS)
 	}
 
-	exited := n.Exited()
+	exited, pid := n.Exited(), n.PID()
 	start := time.Now()
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kill took %v", time.Since(start))
+	killed := time.Since(start)
+	if _, err := os.Stat("/proc/" + itoa(pid) + "/stat"); err == nil && procState(t, pid) != "Z" {
+		t.Fatalf("store process %d alive after Kill returned", pid)
+	}
 	select {
 	case <-exited:
-	default:
-		t.Fatal("Exited not closed after Kill")
+	case <-time.After(exitTimeout):
+		t.Fatal("the engine never reported the kill")
 	}
+	t.Logf("kill: process dead after %v, engine reported the end after %v", killed, time.Since(start))
 	if n.Running() || n.PID() != 0 || n.Err() != nil {
 		t.Fatalf("after kill: running %v pid %d err %v", n.Running(), n.PID(), n.Err())
 	}

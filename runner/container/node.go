@@ -19,6 +19,9 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/coordlab/scenario/internal/proc"
 	"github.com/coordlab/scenario/runner/process"
 )
 
@@ -146,6 +149,19 @@ func (n *Node) Start(ctx context.Context) error {
 func (n *Node) Restart(ctx context.Context) error { return n.Start(ctx) }
 
 func (n *Node) start(ctx context.Context) error {
+	n.mu.Lock()
+	stopping := n.stopping
+	n.mu.Unlock()
+	if stopping {
+		// Kill and Stop return at the process's death; the engine says
+		// so a little later, and refuses a start until it has.
+		wctx, cancel := context.WithTimeout(ctx, exitTimeout)
+		err := n.awaitEngine(wctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	n.mu.Lock()
 	if n.running {
 		n.mu.Unlock()
@@ -297,46 +313,100 @@ func shortID(id string) string {
 	return id
 }
 
-// expectExit marks the coming exit as asked for and returns the channel
-// closed at it, or nil if the store is not running.
-func (n *Node) expectExit() (string, <-chan struct{}, bool) {
+// expectExit marks the coming exit as asked for and returns the
+// container's id, a pidfd of the store's process (close it), and whether
+// it is paused; fd is -1 if the store is not running.
+func (n *Node) expectExit() (id string, fd int, paused bool, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.running {
-		return "", nil, false
+		return "", -1, false, nil
 	}
 	n.stopping = true
-	return n.ctr.GetContainerID(), n.exited, n.paused
+	fd, err = unix.PidfdOpen(n.pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		// Gone already; the engine has yet to say so.
+		return n.ctr.GetContainerID(), -1, n.paused, nil
+	}
+	return n.ctr.GetContainerID(), fd, n.paused, err
 }
 
-// Kill kills the store's container (SIGKILL) and waits until the engine
-// reports it ended. It does nothing if it is not running.
+// Kill kills the store's container (docker kill, SIGKILL) and returns once
+// its process is dead. It does nothing if it is not running. The death is
+// watched through a pidfd rather than waited for from the engine, whose
+// report comes a few hundred milliseconds later: a fault's applied time,
+// from which failover is measured, is the node's death.
 func (n *Node) Kill() error {
-	id, exited, _ := n.expectExit()
-	if exited == nil {
+	id, fd, _, err := n.expectExit()
+	if err != nil {
+		return fmt.Errorf("kill node %s: %w", n.name, err)
+	}
+	if id == "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), exitTimeout)
 	defer cancel()
-	if _, err := n.run.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		return fmt.Errorf("kill node %s: %w", n.name, err)
+	if fd < 0 {
+		return n.awaitEngine(ctx)
 	}
-	select {
-	case <-exited:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("kill node %s: container not ended %v after SIGKILL", n.name, exitTimeout)
+	defer unix.Close(fd)
+	killed := make(chan error, 1)
+	go func() {
+		_, err := n.run.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"})
+		killed <- err
+	}()
+	return n.awaitDeath(ctx, "kill", fd, killed)
+}
+
+// awaitDeath waits until the process behind fd is dead, or the engine
+// call whose outcome comes on call fails.
+func (n *Node) awaitDeath(ctx context.Context, verb string, fd int, call <-chan error) error {
+	dead := make(chan error, 1)
+	go func() { dead <- proc.WaitPidfd(ctx, fd) }()
+	for {
+		select {
+		case err := <-dead:
+			if err != nil {
+				return fmt.Errorf("%s node %s: container not ended: %w", verb, n.name, err)
+			}
+			return nil
+		case err := <-call:
+			if err != nil && !notFound(err) {
+				return fmt.Errorf("%s node %s: %w", verb, n.name, err)
+			}
+			call = nil // done; the process is dead or about to be
+		}
 	}
 }
 
-// Stop stops the store's container (SIGTERM, then SIGKILL after grace or
-// when ctx ends) and waits until it has ended. It does nothing if it is not
-// running.
+// awaitEngine waits until the engine reports the end of the container's
+// current run.
+func (n *Node) awaitEngine(ctx context.Context) error {
+	select {
+	case <-n.Exited():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("node %s: the engine did not report the container's end: %w", n.name, ctx.Err())
+	}
+}
+
+// Stop stops the store's container (docker stop: SIGTERM, then SIGKILL
+// after grace) and returns once its process has ended; ctx ending kills it
+// at once. It does nothing if it is not running.
 func (n *Node) Stop(ctx context.Context, grace time.Duration) error {
-	id, exited, paused := n.expectExit()
-	if exited == nil {
+	id, fd, paused, err := n.expectExit()
+	if err != nil {
+		return fmt.Errorf("stop node %s: %w", n.name, err)
+	}
+	if id == "" {
 		return nil
 	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+exitTimeout)
+	defer cancel()
+	if fd < 0 {
+		return n.awaitEngine(wctx)
+	}
+	defer unix.Close(fd)
 	if paused {
 		// The engine refuses to stop a paused container.
 		if err := n.Resume(); err != nil {
@@ -344,26 +414,18 @@ func (n *Node) Stop(ctx context.Context, grace time.Duration) error {
 		}
 	}
 	secs := int(math.Ceil(grace.Seconds()))
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+exitTimeout)
-	defer cancel()
 	stopped := make(chan error, 1)
 	go func() {
-		_, err := n.run.cli.ContainerStop(sctx, id, client.ContainerStopOptions{Timeout: &secs})
+		_, err := n.run.cli.ContainerStop(wctx, id, client.ContainerStopOptions{Timeout: &secs})
 		stopped <- err
 	}()
+	done := make(chan error, 1)
+	go func() { done <- n.awaitDeath(wctx, "stop", fd, stopped) }()
 	select {
-	case err := <-stopped:
-		if err != nil {
-			return fmt.Errorf("stop node %s: %w", n.name, err)
-		}
+	case err := <-done:
+		return err
 	case <-ctx.Done():
 		return n.Kill()
-	}
-	select {
-	case <-exited:
-		return nil
-	case <-sctx.Done():
-		return fmt.Errorf("stop node %s: container not ended", n.name)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	iproc "github.com/coordlab/scenario/internal/proc"
 )
 
 func platformSupported() error { return nil }
@@ -283,25 +285,12 @@ func exited(fd int) bool {
 	return err == nil && n > 0
 }
 
-// waitPidfd waits until the process behind fd has exited. A pidfd polls
-// readable at exit, before the process is reaped, and we cannot reap
-// processes that are not our children anyway.
+// waitPidfd waits, up to reapTimeout, until the process behind fd has
+// exited.
 func waitPidfd(ctx context.Context, fd int) error {
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
-	for {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 50)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return err
-		}
-		if n > 0 {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
+	return iproc.WaitPidfd(ctx, fd)
 }
 
 // checkPrivateDir refuses a state directory someone else could have planted
