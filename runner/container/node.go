@@ -220,6 +220,10 @@ func (n *Node) create(ctx context.Context, spec NodeSpec) (testcontainers.Contai
 			Entrypoint: []string{spec.Path},
 			Cmd:        spec.Args,
 			Labels:     labels,
+			// As the runner's own user: what the store writes into the
+			// data directory on the host is then the runner's to
+			// remove, root or not.
+			ConfigModifier: func(c *ctr.Config) { c.User = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()) },
 			HostConfigModifier: func(hc *ctr.HostConfig) {
 				hc.NetworkMode = ctr.NetworkMode("container:" + n.sandboxID)
 				hc.Mounts = append(hc.Mounts, mount.Mount{
