@@ -103,6 +103,7 @@ availability, failover time and correctness.
 		newFmtCommand(),
 		newRunCommand(),
 		newStoresCommand(),
+		newImagesCommand(),
 		newCompareCommand(),
 		newReportCommand(),
 		newVersionCommand(),
