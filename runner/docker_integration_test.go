@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/images"
 	"github.com/coordlab/scenario/runner/container"
 	"github.com/coordlab/scenario/runner/results"
@@ -133,7 +134,7 @@ phase "disk" {
     duration    = "4s"
   }
 }
-
+`+throttledPhase(t)+`
 phase "partition" {
   duration = "14s"
   load "w" {
@@ -166,6 +167,14 @@ phase "partition" {
 	}
 	if f := failover(t, phase(t, res, "disk"), 1)[0]; f.Disk == nil || f.Disk.Writes == 0 {
 		t.Errorf("disk contender wrote nothing beside the container's data: %+v", f.Disk)
+	}
+
+	if faults.ThrottleAvailable() == nil {
+		// The container's process moved into a blkio group and back.
+		tf := failover(t, phase(t, res, "throttled"), 1)[0]
+		if tf.Disk == nil || tf.Disk.ThrottledBytes == 0 || tf.Disk.ThrottleNote != "" {
+			t.Errorf("the throttle was not effective on etcd's WAL in a container: %+v", tf.Disk)
+		}
 	}
 
 	part := phase(t, res, "partition")
