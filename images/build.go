@@ -42,9 +42,10 @@ type Result struct {
 }
 
 // Build makes BaseImage and the images of specs that the engine lacks (all
-// of them with opts.Force), in that order, and returns what it did for
-// each, stopping at the first failure. Building needs root: debootstrap,
-// chroot and the root filesystem's own files (/etc/shadow) need it.
+// of them with opts.Force) and returns what it did for each, base first and
+// then in specs' order. It stops at the first failure, returning what was
+// there or made before it. Building needs root: debootstrap, chroot and
+// the root filesystem's own files (/etc/shadow) need it.
 func Build(ctx context.Context, cli *client.Client, specs []Spec, opts BuildOptions) ([]Result, error) {
 	if err := ping(ctx, cli); err != nil {
 		return nil, err
@@ -56,56 +57,61 @@ func Build(ctx context.Context, cli *client.Client, specs []Spec, opts BuildOpti
 		}
 	}
 	b := builder{cli: cli, opts: opts}
-	var results []Result
-	var need []Spec
-	for _, s := range todo {
+	results := make([]Result, len(todo))
+	var need []int // indexes into todo
+	for i, s := range todo {
 		tag := specTag(s)
 		ok, err := Exists(ctx, cli, tag)
 		if err != nil {
-			return results, err
+			return done(results), err
 		}
 		if !ok || opts.Force {
-			need = append(need, s)
+			need = append(need, i)
 			continue
 		}
 		info, err := cli.ImageInspect(ctx, tag)
 		if err != nil {
-			return results, fmt.Errorf("inspect image %s: %w", tag, err)
+			return done(results), fmt.Errorf("inspect image %s: %w", tag, err)
 		}
 		b.logf("%s exists (--force builds it again)", tag)
-		results = append(results, Result{Tag: tag, ID: info.ID, Size: info.Size})
+		results[i] = Result{Tag: tag, ID: info.ID, Size: info.Size}
 	}
 	if len(need) == 0 {
 		return results, nil
 	}
 	if os.Geteuid() != 0 {
-		return results, fmt.Errorf("building %s needs root (debootstrap, chroot, and reading the root filesystem it makes): run it as root", specTag(need[0]))
+		return done(results), fmt.Errorf("building %s needs root (debootstrap, chroot, and reading the root filesystem it makes): run it as root", specTag(todo[need[0]]))
 	}
 	cacheDir := opts.CacheDir
 	if cacheDir == "" {
 		d, err := gobuild.DefaultCacheDir()
 		if err != nil {
-			return results, err
+			return done(results), err
 		}
 		cacheDir = d
 	}
 	b.cache = cache{dir: filepath.Join(cacheDir, "images"), progress: opts.Progress}
 	unlock, err := b.cache.lock(ctx)
 	if err != nil {
-		return results, err
+		return done(results), err
 	}
 	defer unlock()
 	if err := b.cache.removeStale(); err != nil {
-		return results, err
+		return done(results), err
 	}
-	for _, s := range need {
-		r, err := b.build(ctx, cacheDir, s)
+	for _, i := range need {
+		r, err := b.build(ctx, cacheDir, todo[i])
 		if err != nil {
-			return results, err
+			return done(results), err
 		}
-		results = append(results, r)
+		results[i] = r
 	}
-	return results, nil
+	return done(results), nil
+}
+
+// done is the results of images already there or made, in order.
+func done(results []Result) []Result {
+	return slices.DeleteFunc(slices.Clone(results), func(r Result) bool { return r.Tag == "" })
 }
 
 // specTag is s's image; the zero Spec's is BaseImage.

@@ -3,12 +3,15 @@ package images
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 )
 
 // NewClient connects to the Docker engine the environment names
@@ -37,9 +40,21 @@ func DockerAvailable(ctx context.Context) error {
 
 func ping(ctx context.Context, cli *client.Client) error {
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return fmt.Errorf("docker engine at %s: %w; %s", cli.DaemonHost(), err, installDocker)
+		return fmt.Errorf("docker engine at %s: %w; %s", cli.DaemonHost(), err, dockerHint(cli.DaemonHost()))
 	}
 	return nil
+}
+
+// dockerHint says what to do when the engine at host does not answer. The
+// client's error drops its cause, so a socket this user may not open is
+// told apart by asking the kernel.
+func dockerHint(host string) string {
+	if p, ok := strings.CutPrefix(host, "unix://"); ok {
+		if err := unix.Access(p, unix.R_OK|unix.W_OK); errors.Is(err, unix.EACCES) {
+			return "run as root or as a member of the docker group"
+		}
+	}
+	return installDocker
 }
 
 // Exists reports whether the engine has an image tagged tag, whoever made
