@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
@@ -108,12 +107,9 @@ func (x *execution) startSandboxes(ctx context.Context) error {
 	return nil
 }
 
-// statsTimeout bounds one read of a container's stats; the sampler reads
-// every node once a second.
-const statsTimeout = 800 * time.Millisecond
-
 // sampleNode points the resource sampler at n's current process: its pid
-// in /proc, or its container's stats. id is n's pid, 0 while it is down.
+// in /proc, or its container's control groups. id is n's pid, 0 while it
+// is down.
 func (x *execution) sampleNode(n node, id int) {
 	cn, ok := n.(*container.Node)
 	if !ok {
@@ -121,9 +117,7 @@ func (x *execution) sampleNode(n node, id int) {
 		return
 	}
 	x.coll.SetSource(n.Name(), id, func() (metrics.Usage, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
-		defer cancel()
-		u, err := cn.Usage(ctx)
+		u, err := cn.Usage()
 		return metrics.Usage(u), err
 	})
 }

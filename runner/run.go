@@ -191,13 +191,14 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 		defer cancel()
 		x.closeClients()
-		if cerr := x.proc.Close(tctx); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
-		}
+		// Containers before the run directory their volumes point into.
 		if x.ctr != nil {
 			if cerr := x.ctr.Close(tctx); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
 			}
+		}
+		if cerr := x.proc.Close(tctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
 		}
 		// After the processes: a namespace lives on while a process is in it.
 		if x.fab != nil {

@@ -138,12 +138,12 @@ func TestNodeLifecycle(t *testing.T) {
 	if state := procState(t, n.PID()); state != "D" && state != "S" {
 		t.Logf("paused store in state %q", state)
 	}
-	u1, err := n.Usage(ctx)
+	u1, err := n.Usage()
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	u2, _ := n.Usage(ctx)
+	u2, _ := n.Usage()
 	if u2.CPU != u1.CPU {
 		t.Errorf("paused container used CPU: %v -> %v", u1.CPU, u2.CPU)
 	}
@@ -151,7 +151,7 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "CPU use after resume", func() bool {
-		u, err := n.Usage(ctx)
+		u, err := n.Usage()
 		return err == nil && u.CPU > u2.CPU
 	})
 	if u2.RSS <= 0 {

@@ -522,7 +522,7 @@ type Usage struct {
 // through the engine's stats call, which answers a second late when asked
 // once a second (Docker 20.10), far too slow for a sampler that reads every
 // node every second.
-func (n *Node) Usage(ctx context.Context) (Usage, error) {
+func (n *Node) Usage() (Usage, error) {
 	pid := n.PID()
 	if pid == 0 {
 		return Usage{}, ErrNotRunning
