@@ -73,7 +73,7 @@ func (x *execution) install(ctx context.Context) (launcher, error) {
 // sandbox; the stores start later, in startCluster.
 func (x *execution) startSandboxes(ctx context.Context) error {
 	var err error
-	x.ctr, err = container.NewRun(ctx, container.Options{RunID: x.proc.ID(), SandboxImage: images.BaseImage, Logger: x.log})
+	x.ctr, err = container.NewRun(ctx, container.Options{RunID: x.proc.ID(), SandboxImage: images.BaseImage, Logger: x.log, StopGrace: teardownGrace})
 	if err != nil {
 		return x.infra("", "startup", err)
 	}

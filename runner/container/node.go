@@ -534,9 +534,14 @@ func (n *Node) Usage() (Usage, error) {
 	return u, nil
 }
 
-// remove removes the store's and the sandbox's containers and waits for
-// the node's log follower and exit waiter.
+// remove stops the store, removes its and the sandbox's containers, and
+// waits for the node's log follower and exit waiter.
 func (n *Node) remove(ctx context.Context) error {
+	// Stopped first, as a process node is at teardown, so that a kept
+	// data directory is what the store leaves when it shuts down.
+	if err := n.Stop(ctx, n.run.grace); err != nil {
+		n.run.log.Warn("stop at teardown", "node", n.name, "err", err)
+	}
 	n.mu.Lock()
 	n.stopping = true
 	var ids []string

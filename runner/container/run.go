@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	ctr "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -51,6 +52,9 @@ type Options struct {
 	SandboxImage string
 	// Logger receives lifecycle events; nil discards them.
 	Logger *slog.Logger
+	// StopGrace is how long Close lets each store stop after SIGTERM
+	// before it kills it; 0 kills at once.
+	StopGrace time.Duration
 }
 
 // Run is the containers, volumes and network of one run. Its methods are
@@ -58,6 +62,7 @@ type Options struct {
 type Run struct {
 	id      string
 	sandbox string
+	grace   time.Duration
 	log     *slog.Logger
 	cli     *testcontainers.DockerClient
 	netName string
@@ -113,7 +118,7 @@ func NewRun(ctx context.Context, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{id: opts.RunID, sandbox: opts.SandboxImage, log: log, cli: cli, netName: namePrefix + opts.RunID}
+	r := &Run{id: opts.RunID, sandbox: opts.SandboxImage, grace: opts.StopGrace, log: log, cli: cli, netName: namePrefix + opts.RunID}
 	res, err := cli.NetworkCreate(ctx, r.netName, client.NetworkCreateOptions{
 		Driver: "bridge",
 		Labels: r.labels("", ""),
