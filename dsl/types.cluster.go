@@ -123,6 +123,9 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 	}
 	if attr, ok := a["binary"]; ok {
 		c.Spec.Binary, _ = d.str(attr)
+		if c.Spec.Provider == ProviderDocker {
+			d.errorf(attr.NameRange, "Binary with the docker provider", "`binary` names a server on this machine, for provider = %q. In containers the store runs from `image` (by default the official image of the store and version): remove `binary`, or set `image`.", ProviderProcess)
+		}
 	}
 	if attr, ok := a["image"]; ok {
 		c.Spec.Image, _ = d.str(attr)
