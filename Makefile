@@ -38,6 +38,8 @@ fuzz:
 	$(GO) test ./stores/zookeeper -run '^$$' -fuzz '^FuzzZnodeName$$' -fuzztime 1m
 	$(GO) test ./stores/consul -run '^$$' -fuzz '^FuzzParseVersion$$' -fuzztime 1m
 	$(GO) test ./stores/consul -run '^$$' -fuzz '^FuzzParseIPPort$$' -fuzztime 1m
+	$(GO) test ./images -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime 1m
+	$(GO) test ./runner/container -run '^$$' -fuzz '^FuzzCgroupFiles$$' -fuzztime 1m
 
 vet:
 	$(GO) vet ./...

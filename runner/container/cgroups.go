@@ -22,7 +22,20 @@ func cgroupUsage(procRoot, cgroupRoot string, pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	groups := map[string]string{} // controller ("" for v2) -> path
+	groups := parseCgroups(b)
+	if p, ok := groups["cpuacct"]; ok {
+		return v1Usage(cgroupRoot, groups, p)
+	}
+	if p, ok := groups[""]; ok {
+		return v2Usage(filepath.Join(cgroupRoot, p))
+	}
+	return Usage{}, fmt.Errorf("process %d is in no cpuacct or unified control group", pid)
+}
+
+// parseCgroups reads /proc/PID/cgroup: the path of the process's group in
+// each controller's hierarchy, "" naming the unified (v2) one.
+func parseCgroups(b []byte) map[string]string {
+	groups := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 {
@@ -32,13 +45,7 @@ func cgroupUsage(procRoot, cgroupRoot string, pid int) (Usage, error) {
 			groups[c] = f[2]
 		}
 	}
-	if p, ok := groups["cpuacct"]; ok {
-		return v1Usage(cgroupRoot, groups, p)
-	}
-	if p, ok := groups[""]; ok {
-		return v2Usage(filepath.Join(cgroupRoot, p))
-	}
-	return Usage{}, fmt.Errorf("process %d is in no cpuacct or unified control group", pid)
+	return groups
 }
 
 func v1Usage(root string, groups map[string]string, cpuPath string) (Usage, error) {
@@ -132,6 +139,10 @@ func blkioWritten(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseBlkioWritten(b)
+}
+
+func parseBlkioWritten(b []byte) (int64, error) {
 	if len(b) == 0 {
 		return 0, errors.New("empty")
 	}

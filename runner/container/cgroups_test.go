@@ -3,6 +3,7 @@ package container
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,4 +76,23 @@ func TestCgroupUsage(t *testing.T) {
 	if _, err := cgroupUsage(t.TempDir(), t.TempDir(), 7); err == nil {
 		t.Error("no error for a process that is gone")
 	}
+}
+
+// FuzzCgroupFiles feeds the parsers of /proc/PID/cgroup and of blkio's
+// byte counts: they never panic, and every group path they return comes
+// from a line of the input.
+func FuzzCgroupFiles(f *testing.F) {
+	f.Add([]byte("9:name=systemd:/docker/abc\n2:cpu,cpuacct:/docker/abc\n0::/docker/abc\n"), []byte("8:0 Read 100\n8:0 Write 4096\nTotal 4196\n"))
+	f.Add([]byte("0::/system.slice/docker-abc.scope\n"), []byte(""))
+	f.Add([]byte(":::\n::\n"), []byte("8:0 Write -5\n8:0 Write x\n"))
+	f.Fuzz(func(t *testing.T, cgroup, blkio []byte) {
+		for c, p := range parseCgroups(cgroup) {
+			if !strings.Contains(string(cgroup), c) || !strings.Contains(string(cgroup), p) {
+				t.Fatalf("group %q -> %q not in the input", c, p)
+			}
+		}
+		if _, err := parseBlkioWritten(blkio); err != nil && len(blkio) > 0 {
+			t.Fatalf("error %v on non-empty input", err)
+		}
+	})
 }
