@@ -24,12 +24,9 @@ func needDocker(t *testing.T, store string) {
 	if testing.Short() {
 		t.Skip("skipped in -short mode: starts a real 3-node cluster in containers")
 	}
-	ctx := context.Background()
-	if err := container.Available(ctx); err != nil {
-		t.Skipf("needs a Docker engine: %v", err)
-	}
-	if err := images.Check(ctx, images.BaseImage, images.Default(store, dsl.DefaultVersion(store))); err != nil {
-		t.Skipf("needs the store's image: %v", err)
+	// Check says which is missing: the engine, or an image.
+	if err := images.Check(context.Background(), images.BaseImage, images.Default(store, dsl.DefaultVersion(store))); err != nil {
+		t.Skipf("needs a Docker engine and the store's image: %v", err)
 	}
 }
 

@@ -221,12 +221,9 @@ func TestRunIntegration(t *testing.T) {
 	})
 
 	t.Run("a SIGKILLed docker run's containers are removed by the next", func(t *testing.T) {
-		ctx := context.Background()
-		if err := container.Available(ctx); err != nil {
-			t.Skipf("needs a Docker engine: %v", err)
-		}
-		if err := images.Check(ctx, images.BaseImage, images.Default(dsl.StoreEtcd, dsl.DefaultVersion(dsl.StoreEtcd))); err != nil {
-			t.Skipf("needs etcd's image: %v", err)
+		// Check says which is missing: the engine, or an image.
+		if err := images.Check(context.Background(), images.BaseImage, images.Default(dsl.StoreEtcd, dsl.DefaultVersion(dsl.StoreEtcd))); err != nil {
+			t.Skipf("needs a Docker engine and etcd's image: %v", err)
 		}
 		cmd, _, _ := startLongRun(t, state, "--provider", "docker")
 		owner := strconv.Itoa(cmd.Process.Pid)

@@ -20,11 +20,9 @@ import (
 func needDocker(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	if err := Available(ctx); err != nil {
-		t.Skipf("no Docker engine reachable: %v", err)
-	}
+	// Check says which is missing: the engine, or the image.
 	if err := images.Check(ctx, images.BaseImage); err != nil {
-		t.Skipf("%v", err)
+		t.Skipf("needs a Docker engine and the base image: %v", err)
 	}
 }
 

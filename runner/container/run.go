@@ -293,15 +293,6 @@ func firstName(names []string, id string) string {
 	return id
 }
 
-// Available reports why no Docker engine can be used from here, or nil.
-func Available(ctx context.Context) error {
-	cli, err := newClient(ctx)
-	if err != nil {
-		return err
-	}
-	return cli.Close()
-}
-
 // Addr is the node's address on the run's Docker network.
 func (n *Node) Addr() netip.Addr { return n.addr }
 
