@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/coordlab/scenario/dsl"
@@ -33,23 +31,12 @@ func needDocker(t *testing.T, store string) {
 var dockerOpts = Options{Provider: dsl.ProviderDocker}
 
 // leftContainers lists what of ours the engine still has: every container,
-// volume and network carrying this process's owner label.
+// volume and network carrying an owner label.
 func leftContainers(t *testing.T) []string {
 	t.Helper()
-	var left []string
-	for _, kind := range []string{"container", "volume", "network"} {
-		args := []string{kind, "ls", "-q", "--filter", "label=" + container.LabelOwner}
-		if kind == "container" {
-			args = append(args, "-a")
-		}
-		out, err := exec.Command("docker", args...).CombinedOutput()
-		if err != nil {
-			t.Logf("docker %s: %v: %s", strings.Join(args, " "), err, out)
-			continue
-		}
-		for _, id := range strings.Fields(string(out)) {
-			left = append(left, kind+" "+id)
-		}
+	left, err := container.Labelled(context.Background(), container.LabelOwner)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return left
 }

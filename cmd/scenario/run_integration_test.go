@@ -255,19 +255,9 @@ func TestRunIntegration(t *testing.T) {
 // owner created and the engine still has.
 func ownedBy(t *testing.T, owner string) []string {
 	t.Helper()
-	var left []string
-	for _, kind := range []string{"container", "volume", "network"} {
-		args := []string{kind, "ls", "-q", "--filter", "label=" + container.LabelOwner + "=" + owner}
-		if kind == "container" {
-			args = append(args, "-a")
-		}
-		out, err := exec.Command("docker", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		for _, id := range strings.Fields(string(out)) {
-			left = append(left, kind+" "+id)
-		}
+	left, err := container.Labelled(context.Background(), container.LabelOwner+"="+owner)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return left
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/coordlab/scenario/images"
 )
 
@@ -64,35 +62,11 @@ func logHas(t *testing.T, n *Node, s string) func() bool {
 
 func labelled(t *testing.T, run string) []string {
 	t.Helper()
-	cli, err := newClient(context.Background())
+	got, err := Labelled(context.Background(), LabelRun+"="+run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	f := make(client.Filters).Add("label", LabelRun+"="+run)
-	var out []string
-	cs, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cs.Items {
-		out = append(out, "container "+c.Names[0])
-	}
-	vs, err := cli.VolumeList(context.Background(), client.VolumeListOptions{Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range vs.Items {
-		out = append(out, "volume "+v.Name)
-	}
-	ns, err := cli.NetworkList(context.Background(), client.NetworkListOptions{Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range ns.Items {
-		out = append(out, "network "+n.Name)
-	}
-	return out
+	return got
 }
 
 // TestNodeLifecycle plays every operation a fault uses on a container node

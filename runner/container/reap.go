@@ -27,28 +27,13 @@ func Reap(ctx context.Context, log *slog.Logger) ([]string, error) {
 		return nil, nil
 	}
 	defer cli.Close()
-	owned := make(client.Filters).Add("label", LabelOwner)
+	owned, err := listLabelled(ctx, cli, make(client.Filters).Add("label", LabelOwner))
+	if err != nil {
+		return nil, fmt.Errorf("reap: %w", err)
+	}
 	runs := map[string]string{} // run id -> owner pid
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: owned})
-	if err != nil {
-		return nil, fmt.Errorf("reap containers: %w", err)
-	}
-	for _, c := range cs.Items {
-		runs[c.Labels[LabelRun]] = c.Labels[LabelOwner]
-	}
-	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: owned})
-	if err != nil {
-		return nil, fmt.Errorf("reap volumes: %w", err)
-	}
-	for _, v := range vs.Items {
-		runs[v.Labels[LabelRun]] = v.Labels[LabelOwner]
-	}
-	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: owned})
-	if err != nil {
-		return nil, fmt.Errorf("reap networks: %w", err)
-	}
-	for _, nw := range ns.Items {
-		runs[nw.Labels[LabelRun]] = nw.Labels[LabelOwner]
+	for _, r := range owned {
+		runs[r.labels[LabelRun]] = r.labels[LabelOwner]
 	}
 	var removed []string
 	var errs []error

@@ -240,57 +240,94 @@ func (r *Run) close(ctx context.Context) error {
 	return nil
 }
 
-// removeLabelled removes the containers, then the volumes, then the
-// networks that match filter, and returns their names.
-func removeLabelled(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters, log *slog.Logger) ([]string, error) {
-	var removed []string
-	var errs []error
+// resource is a container, volume or network of ours.
+type resource struct {
+	kind   string // "container", "volume" or "network"
+	id     string
+	name   string
+	labels map[string]string
+}
+
+func (r resource) String() string { return r.kind + " " + r.name }
+
+// listLabelled lists the containers, then the volumes, then the networks
+// that match filter: the order in which they can be removed.
+func listLabelled(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters) ([]resource, error) {
+	var out []resource
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	for _, c := range cs.Items {
-		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !notFound(err) {
-			errs = append(errs, fmt.Errorf("remove container %s: %w", firstName(c.Names, c.ID), err))
-			continue
+		name := c.ID
+		if len(c.Names) > 0 {
+			name = c.Names[0]
 		}
-		removed = append(removed, "container "+firstName(c.Names, c.ID))
+		out = append(out, resource{kind: "container", id: c.ID, name: name, labels: c.Labels})
 	}
 	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: filter})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("list volumes: %w", err))
-	} else {
-		for _, v := range vs.Items {
-			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !notFound(err) {
-				errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
-				continue
-			}
-			removed = append(removed, "volume "+v.Name)
-		}
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	for _, v := range vs.Items {
+		out = append(out, resource{kind: "volume", id: v.Name, name: v.Name, labels: v.Labels})
 	}
 	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("list networks: %w", err))
-	} else {
-		for _, nw := range ns.Items {
-			if _, err := cli.NetworkRemove(ctx, nw.ID, client.NetworkRemoveOptions{}); err != nil && !notFound(err) {
-				errs = append(errs, fmt.Errorf("remove network %s: %w", nw.Name, err))
-				continue
-			}
-			removed = append(removed, "network "+nw.Name)
-		}
+		return nil, fmt.Errorf("list networks: %w", err)
 	}
-	for _, what := range removed {
-		log.Debug("removed", "what", what)
+	for _, nw := range ns.Items {
+		out = append(out, resource{kind: "network", id: nw.ID, name: nw.Name, labels: nw.Labels})
+	}
+	return out, nil
+}
+
+// removeLabelled removes the containers, then the volumes, then the
+// networks that match filter, and returns what it removed.
+func removeLabelled(ctx context.Context, cli *testcontainers.DockerClient, filter client.Filters, log *slog.Logger) ([]string, error) {
+	rs, err := listLabelled(ctx, cli, filter)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, r := range rs {
+		switch r.kind {
+		case "container":
+			_, err = cli.ContainerRemove(ctx, r.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		case "volume":
+			_, err = cli.VolumeRemove(ctx, r.id, client.VolumeRemoveOptions{Force: true})
+		case "network":
+			_, err = cli.NetworkRemove(ctx, r.id, client.NetworkRemoveOptions{})
+		}
+		if err != nil && !notFound(err) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", r, err))
+			continue
+		}
+		log.Debug("removed", "what", r.String())
+		removed = append(removed, r.String())
 	}
 	return removed, errors.Join(errs...)
 }
 
-func firstName(names []string, id string) string {
-	if len(names) > 0 {
-		return names[0]
+// Labelled lists, as "container NAME", "volume NAME" or "network NAME",
+// what the engine has that carries label ("key" or "key=value"), such as
+// LabelOwner+"="+pid: what a run left behind.
+func Labelled(ctx context.Context, label string) ([]string, error) {
+	cli, err := newClient(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return id
+	defer cli.Close()
+	rs, err := listLabelled(ctx, cli, make(client.Filters).Add("label", label))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	return out, nil
 }
 
 // Addr is the node's address on the run's Docker network.
