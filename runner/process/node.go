@@ -421,7 +421,7 @@ func (n *Node) Err() error {
 // without the final newline), for error messages that show why a node
 // failed. It returns "" if the log cannot be read.
 func (n *Node) Tail(lines int) string {
-	s, err := tailFile(n.logPath, lines)
+	s, err := TailFile(n.logPath, lines)
 	if err != nil {
 		return ""
 	}

@@ -556,7 +556,7 @@ func TestTail(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := tailFile(path, tc.n)
+			got, err := TailFile(path, tc.n)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,9 +16,10 @@ const (
 	addrScanMax = 64 << 10
 )
 
-// tailFile returns the last n lines of the file at path, without the final
-// newline, reading backwards from its end.
-func tailFile(path string, n int) (string, error) {
+// TailFile returns the last n lines of the file at path, without the final
+// newline, reading backwards from its end. Container nodes log to files
+// too, and use it.
+func TailFile(path string, n int) (string, error) {
 	if n <= 0 {
 		return "", nil
 	}
@@ -90,7 +91,3 @@ func mentionsAddrInUse(path string, from int64) bool {
 	}
 	return bytes.Contains(bytes.ToLower(b), []byte("address already in use"))
 }
-
-// TailFile returns the last n lines of the file at path, without the final
-// newline; the container provider's nodes log to files too.
-func TailFile(path string, n int) (string, error) { return tailFile(path, n) }
