@@ -12,7 +12,7 @@ build:
 # Runs examples/etcd-smoke.hcl against a real 3-node etcd (built from its Go
 # module into ~/.cache/scenario on first use, about a minute).
 run: build
-	./$(BIN) run examples/etcd-smoke.hcl --out results/etcd-smoke
+	./$(BIN) run examples/etcd-smoke.hcl --out results/etcd-smoke --overwrite
 
 # Unit tests with the race detector, then integration tests that start real
 # clusters one package at a time (-p 1): they share two cores.
@@ -30,9 +30,11 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./bench/
 	$(GO) test -run '^$$' -bench . ./fabric/shaper/
 
-# The language for 10 minutes, then every other parser for a minute each.
+# The language and the whole command line for 10 minutes each, then every
+# other parser for a minute each.
 fuzz:
 	$(GO) test ./dsl -run '^$$' -fuzz FuzzLoad -fuzztime 10m
+	$(GO) test ./cmd/scenario -run '^$$' -fuzz FuzzCLI -fuzztime 10m -fuzzminimizetime 10s
 	$(GO) test ./compare -run '^$$' -fuzz FuzzParseRule -fuzztime 1m
 	$(GO) test ./stores/zookeeper -run '^$$' -fuzz '^FuzzParseSrvr$$' -fuzztime 1m
 	$(GO) test ./stores/zookeeper -run '^$$' -fuzz '^FuzzZnodeName$$' -fuzztime 1m

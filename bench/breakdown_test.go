@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -51,7 +51,7 @@ func newPlainClient(leader stores.Endpoint, conns int) (*plainClient, error) {
 func (c *plainClient) Do(_ context.Context, op stores.Op) stores.Result {
 	cli := c.conns[(c.next.Add(1)-1)%uint64(len(c.conns))]
 	if _, err := cli.Put(context.Background(), op.Key, string(op.Value)); err != nil {
-		return stores.Result{Err: fmt.Errorf("plain put: %w", err), Class: dsl.ErrOther}
+		return stores.Result{Err: fmt.Errorf("plain put: %w", err), Class: plan.ErrOther}
 	}
 	return stores.Result{}
 }

@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/etcd"
@@ -72,7 +72,7 @@ func startCluster(ctx context.Context, bin string) (_ *cluster, err error) {
 			err = errors.Join(err, c.close())
 		}
 	}()
-	spec := dsl.ClusterSpec{Name: "bench", Store: dsl.StoreEtcd, Version: etcdVersion, Nodes: 3}
+	spec := plan.ClusterSpec{Name: "bench", Store: plan.StoreEtcd, Version: etcdVersion, Nodes: 3}
 	ports, err := run.AllocatePorts(2 * spec.Nodes)
 	if err != nil {
 		return c, fmt.Errorf("start cluster: allocate ports: %w", err)
@@ -85,7 +85,7 @@ func startCluster(ctx context.Context, bin string) (_ *cluster, err error) {
 		})
 	}
 	for i := 1; i <= spec.Nodes; i++ {
-		name := dsl.NodeName(i)
+		name := plan.NodeName(i)
 		dataDir, _ := run.NodeDir(name)
 		n, err := run.AddNode(name, process.NodeSpec{Path: bin, Args: etcd.Args(spec, i, c.eps, dataDir)})
 		if err != nil {

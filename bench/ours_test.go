@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
-	"github.com/coordlab/scenario/runner/results"
 	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/etcd"
@@ -21,19 +21,19 @@ import (
 // starting point. Keys differ in spelling (ours are zero-padded decimal,
 // etcd's tool writes a varint into a zeroed buffer) but not in size, and both
 // tools write the same number of distinct keys.
-func oursSpec(c putCase) dsl.WorkloadSpec {
-	return dsl.WorkloadSpec{
+func oursSpec(c putCase) plan.WorkloadSpec {
+	return plan.WorkloadSpec{
 		Name:         "put",
-		Mix:          []dsl.OpWeight{{Op: dsl.OpPut, Weight: 1}},
+		Mix:          []plan.OpWeight{{Op: plan.OpPut, Weight: 1}},
 		Consistency:  etcd.ConsistencyLinearizable,
 		KeySize:      c.keySize,
 		ValueSize:    c.valueSize,
 		Keyspace:     c.keyspace,
-		Distribution: dsl.DistSequential,
+		Distribution: plan.DistSequential,
 		Seed:         1,
 		Clients:      c.clients,
 		Conns:        c.conns,
-		Timeout:      dsl.Duration(workload.DefaultTimeout),
+		Timeout:      plan.Duration(workload.DefaultTimeout),
 	}
 }
 
@@ -71,7 +71,7 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 	spec := oursSpec(c)
 	cpu0 := selfCPU()
 	base := time.Now()
-	coll := metrics.NewCollector([]dsl.PhaseSpan{{Name: "put", Duration: dsl.Duration(d)}}, []dsl.WorkloadSpec{spec}, base)
+	coll := metrics.NewCollector([]plan.PhaseSpan{{Name: "put", Duration: plan.Duration(d)}}, []plan.WorkloadSpec{spec}, base)
 	eng, err := workload.New(spec, cli, coll.NewSink, base)
 	if err != nil {
 		return measurement{}, fmt.Errorf("engine: %w", err)
@@ -79,7 +79,7 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	bg.Go(func() { coll.Run(bgCtx) })
-	load := dsl.LoadSpec{Workload: spec.Name, Mode: dsl.LoadClosed, ClientsFrom: c.clients, ClientsTo: c.clients, Duration: dsl.Duration(d)}
+	load := plan.LoadSpec{Workload: spec.Name, Mode: plan.LoadClosed, ClientsFrom: c.clients, ClientsTo: c.clients, Duration: plan.Duration(d)}
 	st, err := eng.Run(ctx, load, 0)
 	// Run returns once the last op sent before the end has come back: the
 	// same span etcd's tool reports, first send to last answer.
@@ -98,7 +98,7 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 	var lat *results.Latency
 	var ok int64
 	for _, o := range res.Phases[0].Ops {
-		if o.Op == dsl.OpPut {
+		if o.Op == plan.OpPut {
 			lat, ok = o.Latency, o.OK
 		}
 	}

@@ -10,13 +10,14 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 // Verdict is what a comparison concluded about one metric.
@@ -91,6 +92,10 @@ type Options struct {
 	// Only, when not empty, restricts the comparison to metrics matching
 	// one of these globs (see Match).
 	Only []string
+	// AllowDifferentScenarios compares runs of different scenario files;
+	// without it Compare refuses them, since their metrics need not mean
+	// the same.
+	AllowDifferentScenarios bool
 }
 
 // Count returns how many rows have verdict v.
@@ -104,10 +109,16 @@ func (d *Diff) Count(v Verdict) int {
 	return n
 }
 
-// Compare judges next against base. It fails only on bad options: an Only
-// pattern that matches no metric of either run, which would otherwise turn
-// a typo into a gate that always passes.
+// Compare judges next against base. It fails on what would make the
+// verdict meaningless: an Only pattern that matches no metric of either
+// run (a typo would make a gate that always passes), a tolerance whose
+// sign contradicts a metric's bad direction (it would call a regression an
+// improvement), and runs of different scenario files unless
+// opts.AllowDifferentScenarios.
 func Compare(base, next *results.Results, opts Options) (*Diff, error) {
+	if b, n := filepath.Base(base.Scenario), filepath.Base(next.Scenario); b != n && !opts.AllowDifferentScenarios {
+		return nil, fmt.Errorf("base ran scenario %s and new ran %s: their metrics need not mean the same; compare runs of one scenario, or pass --allow-different-scenarios if this is intended", orNone(b), orNone(n))
+	}
 	bm, nm := values(base), values(next)
 	union := make(map[string]bool, len(bm))
 	for p := range bm {
@@ -120,6 +131,9 @@ func Compare(base, next *results.Results, opts Options) (*Diff, error) {
 		if !matchesAny(pat, union) {
 			return nil, fmt.Errorf("--only %q matches no metric of either run", pat)
 		}
+	}
+	if err := checkSigns(opts.Rules, union); err != nil {
+		return nil, err
 	}
 	d := &Diff{Base: identify(base), New: identify(next), Warnings: mismatches(base, next), Rows: []Row{}}
 	for _, r := range opts.Rules {
@@ -287,6 +301,31 @@ func direction(tol Tolerance, metric string) int {
 	return worseDirection(metric)
 }
 
+// checkSigns refuses a rule whose sign says a metric gets worse the way
+// it gets better: '*.p99=-10%' would report a tripled p99 as improved.
+func checkSigns(rules []Rule, metrics map[string]bool) error {
+	names := slices.Sorted(maps.Keys(metrics))
+	for _, r := range rules {
+		if r.Tolerance.Sign == 0 {
+			continue
+		}
+		for _, m := range names {
+			want := worseDirection(m)
+			if want == 0 || want == r.Tolerance.Sign || !Match(r.Pattern, m) {
+				continue
+			}
+			amount := strings.TrimLeft(r.Tolerance.spec, "+-")
+			worse, sign := "rises", "+"
+			if want < 0 {
+				worse, sign = "drops", "-"
+			}
+			return fmt.Errorf("--tolerance %s=%s: %s gets worse when it %s, but %s allows it to move the other way. A tolerance says how much worse a metric may get: write %s=%s%s, or %s without a sign",
+				r.Pattern, r.Tolerance, m, worse, r.Tolerance, r.Pattern, sign, amount, amount)
+		}
+	}
+	return nil
+}
+
 // worseDirection is the way a metric gets worse. Almost every metric is
 // worse when it rises (latencies, errors, gaps, recovery times, elections,
 // lost writes); throughput and availability are worse when they drop. The
@@ -294,9 +333,9 @@ func direction(tol Tolerance, metric string) int {
 // by schedule, closed loop ties it to latency.
 func worseDirection(metric string) int {
 	switch metric[strings.LastIndex(metric, ".")+1:] {
-	case dsl.StatThroughput, dsl.MetricAvailability:
+	case plan.StatThroughput, plan.MetricAvailability, plan.MetricTimeAvail:
 		return -1
-	case dsl.StatCount:
+	case plan.StatCount:
 		return 0
 	}
 	return 1
@@ -371,6 +410,7 @@ func pointText(point []results.SweepValue) string {
 func mismatches(base, next *results.Results) []string {
 	w := []string{} // [], not null, in --json
 	if b, n := filepath.Base(base.Scenario), filepath.Base(next.Scenario); b != n {
+		// Compare refuses this unless told it is intended.
 		w = append(w, fmt.Sprintf("different scenarios: base ran %s, new ran %s", b, n))
 	}
 	if b, n := base.Backend["store"], next.Backend["store"]; b != n {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // TestDefaultVerdicts judges one metric at a time under the default rules,
@@ -47,6 +47,8 @@ func TestDefaultVerdicts(t *testing.T) {
 		{"failover +260 ms from 300 ms", "phase.failover.failover_time", 300.0, 560.0, Regression},
 		{"failover three times as fast", "run.failover_time", 3000.0, 1000.0, Improved},
 		{"leader elected +70%", "phase.failover.leader_elected", 1000.0, 1700.0, Regression},
+		{"rejoin +0.8 s from 1 s is under the 1 s floor", "phase.cut.rejoin_time", 1000.0, 1800.0, OK},
+		{"rejoin three times as slow", "phase.cut.rejoin_time", 1000.0, 3000.0, Regression},
 		{"max gap within the floor", "phase.steady.max_gap", 20.0, 260.0, OK},
 		{"max gap past the floor", "phase.steady.max_gap", 20.0, 280.0, Regression},
 		{"error rate +0.4 points", "phase.steady.error_rate", 0.0, 0.004, OK},
@@ -275,7 +277,23 @@ func TestCompare(t *testing.T) {
 			wantWarnings: []string{"--tolerance phase.stedy.*=ignore matches no metric"},
 		},
 		{
-			name: "another scenario on another store",
+			name:    "another scenario is refused",
+			change:  func(r *results.Results) { r.Scenario = "scenarios/partition.hcl" },
+			wantErr: "pass --allow-different-scenarios if this is intended",
+		},
+		{
+			name:    "a sign against the bad direction is refused",
+			opts:    Options{Rules: []Rule{mustRule(t, "*.p99=-10%")}},
+			wantErr: "gets worse when it rises, but -10% allows it to move the other way. A tolerance says how much worse a metric may get: write *.p99=+10%",
+		},
+		{
+			name:    "a rise allowed for throughput is refused",
+			opts:    Options{Rules: []Rule{mustRule(t, "phase.*.throughput=+5%")}},
+			wantErr: "gets worse when it drops",
+		},
+		{
+			name: "another scenario on another store, when intended",
+			opts: Options{AllowDifferentScenarios: true},
 			change: func(r *results.Results) {
 				r.Scenario = "scenarios/partition.hcl"
 				r.Backend["store"] = "zookeeper 3.8.0"

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // WriteText writes the diff for people: both runs, any warnings, a table of
@@ -155,12 +155,12 @@ const (
 
 func unitOf(metric string) unit {
 	switch metric[strings.LastIndex(metric, ".")+1:] {
-	case dsl.StatP50, dsl.StatP90, dsl.StatP99, dsl.StatP999, dsl.StatMax, dsl.StatMin, dsl.StatMean,
-		dsl.MetricMaxGap, dsl.MetricFailoverTime, dsl.MetricLeaderElect, dsl.MetricNoLeader:
+	case plan.StatP50, plan.StatP90, plan.StatP99, plan.StatP999, plan.StatMax, plan.StatMin, plan.StatMean,
+		plan.MetricMaxGap, plan.MetricFailoverTime, plan.MetricLeaderElect, plan.MetricRejoin, plan.MetricNoLeader:
 		return unitMS
-	case dsl.MetricAvailability, dsl.StatErrorRate:
+	case plan.MetricAvailability, plan.MetricTimeAvail, plan.StatErrorRate:
 		return unitFraction
-	case dsl.StatThroughput:
+	case plan.StatThroughput:
 		return unitRate
 	}
 	return unitNumber

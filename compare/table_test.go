@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // planted is run() with one of each kind of change: a slower p99, lower

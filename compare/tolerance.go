@@ -84,6 +84,9 @@ func ParseTolerance(spec string) (Tolerance, error) {
 		}
 		t.Abs, haveAbs = abs, true
 	}
+	if t.Sign < 0 && t.Rel > 1 {
+		return Tolerance{}, fmt.Errorf("%s: a metric cannot drop by more than 100%%; write at most -100%%", spec)
+	}
 	return t, nil
 }
 
@@ -197,8 +200,12 @@ func DefaultRules() []Rule {
 		{"*.max", "ignore"},
 		{"*.throughput", "-20%"},
 		{"*.availability", "-0.5pt"},
+		{"*.time_availability", "-0.5pt"},
 		{"*.failover_time", "+60%,250ms"},
 		{"*.leader_elected", "+60%,250ms"},
+		// Members come back when their clients reconnect, after a
+		// jittered backoff (gRPC's grows to 2 minutes).
+		{"*.rejoin_time", "+60%,1s"},
 		{"*.max_gap", "+60%,250ms"},
 		{"*.error_rate", "+0.5pt"},
 		{"*.elections", "+0"},

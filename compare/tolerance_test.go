@@ -34,6 +34,8 @@ func TestParseTolerance(t *testing.T) {
 		{name: "infinite", spec: "+Inf", wantErr: "not an amount"},
 		{name: "ignore with an amount", spec: "ignore,5%", wantErr: `"ignore" is not an amount`},
 		{name: "empty part", spec: "+10%,", wantErr: `"" is not an amount`},
+		{name: "a drop of all of it", spec: "-100%", want: Tolerance{Sign: -1, Rel: 1}},
+		{name: "a drop of more than all of it", spec: "-101%", wantErr: "cannot drop by more than 100%"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

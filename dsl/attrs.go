@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -123,7 +124,7 @@ func (d *decoder) bigInt(attr *hcl.Attribute, bf *big.Float, min, max int64) (in
 
 // duration reads a duration string such as "250ms". Zero and negative
 // durations are refused unless allowZero.
-func (d *decoder) duration(attr *hcl.Attribute, allowZero bool) (Duration, bool) {
+func (d *decoder) duration(attr *hcl.Attribute, allowZero bool) (plan.Duration, bool) {
 	v, ok := d.value(attr)
 	if !ok {
 		return 0, false
@@ -143,16 +144,20 @@ func (d *decoder) duration(attr *hcl.Attribute, allowZero bool) (Duration, bool)
 	if v, ok = d.convert(attr, v, cty.String, "a duration string such as \"250ms\""); !ok {
 		return 0, false
 	}
-	dur, err := ParseDuration(v.AsString())
+	dur, err := plan.ParseDuration(v.AsString())
 	if err != nil {
 		d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid duration for %q", attr.Name), "%s.", err)
+		return 0, false
+	}
+	if dur < 0 && allowZero {
+		d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid duration for %q", attr.Name), "%q must not be negative: write \"0s\" or more, such as \"100ms\".", attr.Name)
 		return 0, false
 	}
 	if dur < 0 || dur == 0 && !allowZero {
 		d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid duration for %q", attr.Name), "%q must be greater than zero, such as \"100ms\".", attr.Name)
 		return 0, false
 	}
-	return Duration(dur), true
+	return plan.Duration(dur), true
 }
 
 // size reads a byte size given as a number or a string such as "1KiB".
@@ -169,7 +174,7 @@ func (d *decoder) size(attr *hcl.Attribute, min, max int64) (int64, bool) {
 		}
 	case cty.String:
 		var err error
-		if n, err = ParseSize(v.AsString()); err != nil {
+		if n, err = plan.ParseSize(v.AsString()); err != nil {
 			d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid size for %q", attr.Name), "%s.", err)
 			return 0, false
 		}
@@ -178,7 +183,7 @@ func (d *decoder) size(attr *hcl.Attribute, min, max int64) (int64, bool) {
 		return 0, false
 	}
 	if n < min || n > max {
-		d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid size for %q", attr.Name), "%q must be between %s and %s.", attr.Name, FormatBytes(min), FormatBytes(max))
+		d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid size for %q", attr.Name), "%q must be between %s and %s.", attr.Name, plan.FormatBytes(min), plan.FormatBytes(max))
 		return 0, false
 	}
 	return n, true
@@ -189,7 +194,7 @@ func (d *decoder) bandwidth(attr *hcl.Attribute) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	bps, err := ParseBandwidth(s)
+	bps, err := plan.ParseBandwidth(s)
 	if err != nil {
 		d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid bandwidth for %q", attr.Name), "%s.", err)
 		return 0, false
@@ -213,7 +218,7 @@ func (d *decoder) percent(attr *hcl.Attribute) (float64, bool) {
 		p, _ = v.AsBigFloat().Float64()
 	case cty.String:
 		var err error
-		if p, err = ParsePercent(v.AsString()); err != nil {
+		if p, err = plan.ParsePercent(v.AsString()); err != nil {
 			d.errorf(attr.Expr.Range(), fmt.Sprintf("Invalid percentage for %q", attr.Name), "%s.", err)
 			return 0, false
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -120,7 +121,7 @@ func TestEvalCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := loadPlan(t, checkSource, dsl.VarOptions{Vars: tt.vars})
-			var spec *dsl.CheckSpec
+			var spec *plan.CheckSpec
 			for i := range p.Checks {
 				if p.Checks[i].Name == tt.check {
 					spec = &p.Checks[i]

@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 )
 
 // Compile turns a validated scenario into its Plan: every phase, load and
 // fault occurrence at an absolute offset from the start of the run. It is a
 // pure function of the scenario.
-func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
-	p := &Plan{
-		Version:   PlanVersion,
-		Scenario:  s.Filename,
-		Point:     point,
-		Network:   s.Network.Spec,
-		Variables: map[string]string{},
+func (s *Scenario) Compile(point Point) (*plan.Plan, hcl.Diagnostics) {
+	p := &plan.Plan{
+		Version:     plan.PlanVersion,
+		Scenario:    s.Filename,
+		Description: s.Description,
+		Point:       point,
+		Network:     s.Network.Spec,
+		Variables:   map[string]string{},
 	}
 	for name, v := range s.Variables {
 		p.Variables[name] = literal(v)
@@ -34,7 +36,7 @@ func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
 		p.Workloads = append(p.Workloads, spec)
 	}
 	type ranked struct {
-		e    Event
+		e    plan.Event
 		rank int
 	}
 	// Events that share an offset run in this order: what ends (a fault's
@@ -51,13 +53,13 @@ func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
 		rankInstantRecover
 	)
 	var events []ranked
-	push := func(e Event, rank int) { events = append(events, ranked{e, rank}) }
-	var at Duration
+	push := func(e plan.Event, rank int) { events = append(events, ranked{e, rank}) }
+	var at plan.Duration
 	for _, ph := range s.Phases {
-		p.Phases = append(p.Phases, PhaseSpan{Name: ph.Name, Start: at, Duration: ph.Duration})
-		push(Event{At: at, Phase: ph.Name, Kind: EventPhaseStart}, rankPhaseStart)
+		p.Phases = append(p.Phases, plan.PhaseSpan{Name: ph.Name, Start: at, Duration: ph.Duration})
+		push(plan.Event{At: at, Phase: ph.Name, Kind: plan.EventPhaseStart}, rankPhaseStart)
 		for _, l := range ph.Loads {
-			push(Event{At: at, Phase: ph.Name, Kind: EventLoad, Load: loadSpec(l, workloads[l.Workload], ph.Duration)}, rankLoad)
+			push(plan.Event{At: at, Phase: ph.Name, Kind: plan.EventLoad, Load: loadSpec(l, workloads[l.Workload], ph.Duration)}, rankLoad)
 		}
 		kindCount := map[string]int{}
 		for _, f := range ph.Faults {
@@ -79,16 +81,16 @@ func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
 				// seed: a repeated "random" fault draws again each time.
 				spec := faultSpec(f, ph, s.Seed, occ)
 				spec.Start = at + start
-				push(Event{At: spec.Start, Phase: ph.Name, Kind: EventFaultInject, Fault: spec}, rankInject)
+				push(plan.Event{At: spec.Start, Phase: ph.Name, Kind: plan.EventFaultInject, Fault: spec}, rankInject)
 				if spec.Duration > 0 {
-					push(Event{At: spec.Start + spec.Duration, Phase: ph.Name, Kind: EventFaultRecover, Fault: spec}, rankRecover)
-				} else if spec.Kind == FaultRestart {
-					push(Event{At: spec.Start, Phase: ph.Name, Kind: EventFaultRecover, Fault: spec}, rankInstantRecover)
+					push(plan.Event{At: spec.Start + spec.Duration, Phase: ph.Name, Kind: plan.EventFaultRecover, Fault: spec}, rankRecover)
+				} else if spec.Kind == plan.FaultRestart {
+					push(plan.Event{At: spec.Start, Phase: ph.Name, Kind: plan.EventFaultRecover, Fault: spec}, rankInstantRecover)
 				}
 			}
 		}
 		at += ph.Duration
-		push(Event{At: at, Phase: ph.Name, Kind: EventPhaseEnd}, rankPhaseEnd)
+		push(plan.Event{At: at, Phase: ph.Name, Kind: plan.EventPhaseEnd}, rankPhaseEnd)
 	}
 	sort.SliceStable(events, func(i, j int) bool {
 		if events[i].e.At != events[j].e.At {
@@ -110,13 +112,13 @@ func (s *Scenario) Compile(point Point) (*Plan, hcl.Diagnostics) {
 	return p, diags
 }
 
-func loadSpec(l *PhaseLoad, w *Workload, d Duration) *LoadSpec {
-	ls := &LoadSpec{Workload: l.Workload, Duration: d}
+func loadSpec(l *PhaseLoad, w *Workload, d plan.Duration) *plan.LoadSpec {
+	ls := &plan.LoadSpec{Workload: l.Workload, Duration: d}
 	if l.Open {
-		ls.Mode, ls.RateFrom, ls.RateTo = LoadOpen, l.RateFrom, l.RateTo
+		ls.Mode, ls.RateFrom, ls.RateTo = plan.LoadOpen, l.RateFrom, l.RateTo
 		return ls
 	}
-	ls.Mode, ls.ClientsFrom, ls.ClientsTo = LoadClosed, l.ClientsFrom, l.ClientsTo
+	ls.Mode, ls.ClientsFrom, ls.ClientsTo = plan.LoadClosed, l.ClientsFrom, l.ClientsTo
 	if ls.ClientsFrom == 0 && ls.ClientsTo == 0 {
 		ls.ClientsFrom, ls.ClientsTo = w.Spec.Clients, w.Spec.Clients
 	}
@@ -124,20 +126,20 @@ func loadSpec(l *PhaseLoad, w *Workload, d Duration) *LoadSpec {
 }
 
 // occurrences lists the offsets, within the phase, at which a fault fires.
-func occurrences(f *Fault, ph *Phase) []Duration {
+func occurrences(f *Fault, ph *Phase) []plan.Duration {
 	if f.Every <= 0 {
-		return []Duration{f.At}
+		return []plan.Duration{f.At}
 	}
 	n := occurrenceCount(f, ph)
-	out := make([]Duration, 0, n)
+	out := make([]plan.Duration, 0, n)
 	for k := int64(0); k < n; k++ {
-		out = append(out, f.At+Duration(k)*f.Every)
+		out = append(out, f.At+plan.Duration(k)*f.Every)
 	}
 	return out
 }
 
-func faultSpec(f *Fault, ph *Phase, seed int64, id string) *FaultSpec {
-	spec := &FaultSpec{
+func faultSpec(f *Fault, ph *Phase, seed int64, id string) *plan.FaultSpec {
+	spec := &plan.FaultSpec{
 		ID:           id,
 		Name:         f.Name,
 		Kind:         f.Kind,
@@ -146,10 +148,10 @@ func faultSpec(f *Fault, ph *Phase, seed int64, id string) *FaultSpec {
 		Duration:     f.window(ph),
 		RestartAfter: f.RestartAfter,
 	}
-	if spec.Target.Kind == TargetNodes {
+	if spec.Target.Kind == plan.TargetNodes {
 		spec.Target.Nodes = sortedInts(spec.Target.Nodes)
 	}
-	if !f.seedSet && (spec.Target.Kind == TargetRandom || spec.Target.Kind == TargetFollower) {
+	if !f.seedSet && (spec.Target.Kind == plan.TargetRandom || spec.Target.Kind == plan.TargetFollower) {
 		spec.Target.Seed = derivedSeed(seed, "fault", id)
 	}
 	if f.Network != nil {

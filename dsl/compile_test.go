@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // Plans are pure functions of the file: these tests pin whole timelines as
@@ -22,13 +23,13 @@ workload "w" {
 }
 `
 
-func sec(n float64) dsl.Duration { return dsl.Duration(n * float64(time.Second)) }
+func sec(n float64) plan.Duration { return plan.Duration(n * float64(time.Second)) }
 
-func closed(clients int, d dsl.Duration) *dsl.LoadSpec {
-	return &dsl.LoadSpec{Workload: "w", Mode: dsl.LoadClosed, ClientsFrom: clients, ClientsTo: clients, Duration: d}
+func closed(clients int, d plan.Duration) *plan.LoadSpec {
+	return &plan.LoadSpec{Workload: "w", Mode: plan.LoadClosed, ClientsFrom: clients, ClientsTo: clients, Duration: d}
 }
 
-func loadPlan(t *testing.T, src string, opts dsl.VarOptions) *dsl.Plan {
+func loadPlan(t *testing.T, src string, opts dsl.VarOptions) *plan.Plan {
 	t.Helper()
 	b := mustLoadSource(t, "test.hcl", []byte(src), opts)
 	if len(b.Plans) != 1 {
@@ -37,7 +38,7 @@ func loadPlan(t *testing.T, src string, opts dsl.VarOptions) *dsl.Plan {
 	return b.Plans[0]
 }
 
-func assertEvents(t *testing.T, got, want []dsl.Event) {
+func assertEvents(t *testing.T, got, want []plan.Event) {
 	t.Helper()
 	if reflect.DeepEqual(got, want) {
 		return
@@ -72,24 +73,24 @@ phase "c" {
   }
 }
 `, dsl.VarOptions{})
-	net := &dsl.FaultSpec{
-		ID: "a/network", Name: "network", Kind: dsl.FaultNetwork, Cluster: "main",
-		Start: sec(4), Duration: sec(6), Network: &dsl.NetworkEffect{RTT: dsl.Duration(50 * time.Millisecond)},
+	net := &plan.FaultSpec{
+		ID: "a/network", Name: "network", Kind: plan.FaultNetwork, Cluster: "main",
+		Start: sec(4), Duration: sec(6), Network: &plan.NetworkEffect{Shaping: plan.Shaping{RTT: plan.Duration(50 * time.Millisecond)}},
 	}
-	assertEvents(t, p.Events, []dsl.Event{
-		{At: 0, Phase: "a", Kind: dsl.EventPhaseStart},
-		{At: 0, Phase: "a", Kind: dsl.EventLoad, Load: closed(10, sec(10))},
-		{At: sec(4), Phase: "a", Kind: dsl.EventFaultInject, Fault: net},
-		{At: sec(10), Phase: "a", Kind: dsl.EventFaultRecover, Fault: net},
-		{At: sec(10), Phase: "a", Kind: dsl.EventPhaseEnd},
-		{At: sec(10), Phase: "b", Kind: dsl.EventPhaseStart},
-		{At: sec(10), Phase: "b", Kind: dsl.EventLoad, Load: &dsl.LoadSpec{Workload: "w", Mode: dsl.LoadClosed, ClientsFrom: 2, ClientsTo: 6, Duration: sec(5)}},
-		{At: sec(15), Phase: "b", Kind: dsl.EventPhaseEnd},
-		{At: sec(15), Phase: "c", Kind: dsl.EventPhaseStart},
-		{At: sec(15), Phase: "c", Kind: dsl.EventLoad, Load: &dsl.LoadSpec{Workload: "w", Mode: dsl.LoadOpen, RateFrom: 10, RateTo: 20, Duration: sec(1)}},
-		{At: sec(16), Phase: "c", Kind: dsl.EventPhaseEnd},
+	assertEvents(t, p.Events, []plan.Event{
+		{At: 0, Phase: "a", Kind: plan.EventPhaseStart},
+		{At: 0, Phase: "a", Kind: plan.EventLoad, Load: closed(10, sec(10))},
+		{At: sec(4), Phase: "a", Kind: plan.EventFaultInject, Fault: net},
+		{At: sec(10), Phase: "a", Kind: plan.EventFaultRecover, Fault: net},
+		{At: sec(10), Phase: "a", Kind: plan.EventPhaseEnd},
+		{At: sec(10), Phase: "b", Kind: plan.EventPhaseStart},
+		{At: sec(10), Phase: "b", Kind: plan.EventLoad, Load: &plan.LoadSpec{Workload: "w", Mode: plan.LoadClosed, ClientsFrom: 2, ClientsTo: 6, Duration: sec(5)}},
+		{At: sec(15), Phase: "b", Kind: plan.EventPhaseEnd},
+		{At: sec(15), Phase: "c", Kind: plan.EventPhaseStart},
+		{At: sec(15), Phase: "c", Kind: plan.EventLoad, Load: &plan.LoadSpec{Workload: "w", Mode: plan.LoadOpen, RateFrom: 10, RateTo: 20, Duration: sec(1)}},
+		{At: sec(16), Phase: "c", Kind: plan.EventPhaseEnd},
 	})
-	wantPhases := []dsl.PhaseSpan{
+	wantPhases := []plan.PhaseSpan{
 		{Name: "a", Start: 0, Duration: sec(10)},
 		{Name: "b", Start: sec(10), Duration: sec(5)},
 		{Name: "c", Start: sec(15), Duration: sec(1)},
@@ -117,25 +118,25 @@ phase "chaos" {
   }
 }
 `, dsl.VarOptions{})
-	occ := func(k int, start float64) *dsl.FaultSpec {
-		return &dsl.FaultSpec{
-			ID: "chaos/pause#" + string(rune('0'+k)), Name: "pause", Kind: dsl.FaultPause, Cluster: "main",
-			Target: dsl.TargetSpec{Kind: dsl.TargetNodes, Nodes: []int{2}}, Start: sec(start), Duration: sec(3),
+	occ := func(k int, start float64) *plan.FaultSpec {
+		return &plan.FaultSpec{
+			ID: "chaos/pause#" + string(rune('0'+k)), Name: "pause", Kind: plan.FaultPause, Cluster: "main",
+			Target: plan.TargetSpec{Kind: plan.TargetNodes, Nodes: []int{2}}, Start: sec(start), Duration: sec(3),
 		}
 	}
 	o1, o2, o3, o4 := occ(1, 1), occ(2, 6), occ(3, 11), occ(4, 16)
-	assertEvents(t, p.Events, []dsl.Event{
-		{At: 0, Phase: "chaos", Kind: dsl.EventPhaseStart},
-		{At: 0, Phase: "chaos", Kind: dsl.EventLoad, Load: closed(10, sec(20))},
-		{At: sec(1), Phase: "chaos", Kind: dsl.EventFaultInject, Fault: o1},
-		{At: sec(4), Phase: "chaos", Kind: dsl.EventFaultRecover, Fault: o1},
-		{At: sec(6), Phase: "chaos", Kind: dsl.EventFaultInject, Fault: o2},
-		{At: sec(9), Phase: "chaos", Kind: dsl.EventFaultRecover, Fault: o2},
-		{At: sec(11), Phase: "chaos", Kind: dsl.EventFaultInject, Fault: o3},
-		{At: sec(14), Phase: "chaos", Kind: dsl.EventFaultRecover, Fault: o3},
-		{At: sec(16), Phase: "chaos", Kind: dsl.EventFaultInject, Fault: o4},
-		{At: sec(19), Phase: "chaos", Kind: dsl.EventFaultRecover, Fault: o4},
-		{At: sec(20), Phase: "chaos", Kind: dsl.EventPhaseEnd},
+	assertEvents(t, p.Events, []plan.Event{
+		{At: 0, Phase: "chaos", Kind: plan.EventPhaseStart},
+		{At: 0, Phase: "chaos", Kind: plan.EventLoad, Load: closed(10, sec(20))},
+		{At: sec(1), Phase: "chaos", Kind: plan.EventFaultInject, Fault: o1},
+		{At: sec(4), Phase: "chaos", Kind: plan.EventFaultRecover, Fault: o1},
+		{At: sec(6), Phase: "chaos", Kind: plan.EventFaultInject, Fault: o2},
+		{At: sec(9), Phase: "chaos", Kind: plan.EventFaultRecover, Fault: o2},
+		{At: sec(11), Phase: "chaos", Kind: plan.EventFaultInject, Fault: o3},
+		{At: sec(14), Phase: "chaos", Kind: plan.EventFaultRecover, Fault: o3},
+		{At: sec(16), Phase: "chaos", Kind: plan.EventFaultInject, Fault: o4},
+		{At: sec(19), Phase: "chaos", Kind: plan.EventFaultRecover, Fault: o4},
+		{At: sec(20), Phase: "chaos", Kind: plan.EventPhaseEnd},
 	})
 }
 
@@ -200,18 +201,18 @@ phase "p" {
   }
 }
 `, dsl.VarOptions{})
-	r1 := &dsl.FaultSpec{ID: "p/restart", Name: "restart", Kind: dsl.FaultRestart, Cluster: "main",
-		Target: dsl.TargetSpec{Kind: dsl.TargetLeader}, Start: sec(3)}
-	r2 := &dsl.FaultSpec{ID: "p/later", Name: "later", Kind: dsl.FaultRestart, Cluster: "main",
-		Target: dsl.TargetSpec{Kind: dsl.TargetNodes, Nodes: []int{1, 3}}, Start: sec(6)}
-	assertEvents(t, p.Events, []dsl.Event{
-		{At: 0, Phase: "p", Kind: dsl.EventPhaseStart},
-		{At: 0, Phase: "p", Kind: dsl.EventLoad, Load: closed(10, sec(10))},
-		{At: sec(3), Phase: "p", Kind: dsl.EventFaultInject, Fault: r1},
-		{At: sec(3), Phase: "p", Kind: dsl.EventFaultRecover, Fault: r1},
-		{At: sec(6), Phase: "p", Kind: dsl.EventFaultInject, Fault: r2},
-		{At: sec(6), Phase: "p", Kind: dsl.EventFaultRecover, Fault: r2},
-		{At: sec(10), Phase: "p", Kind: dsl.EventPhaseEnd},
+	r1 := &plan.FaultSpec{ID: "p/restart", Name: "restart", Kind: plan.FaultRestart, Cluster: "main",
+		Target: plan.TargetSpec{Kind: plan.TargetLeader}, Start: sec(3)}
+	r2 := &plan.FaultSpec{ID: "p/later", Name: "later", Kind: plan.FaultRestart, Cluster: "main",
+		Target: plan.TargetSpec{Kind: plan.TargetNodes, Nodes: []int{1, 3}}, Start: sec(6)}
+	assertEvents(t, p.Events, []plan.Event{
+		{At: 0, Phase: "p", Kind: plan.EventPhaseStart},
+		{At: 0, Phase: "p", Kind: plan.EventLoad, Load: closed(10, sec(10))},
+		{At: sec(3), Phase: "p", Kind: plan.EventFaultInject, Fault: r1},
+		{At: sec(3), Phase: "p", Kind: plan.EventFaultRecover, Fault: r1},
+		{At: sec(6), Phase: "p", Kind: plan.EventFaultInject, Fault: r2},
+		{At: sec(6), Phase: "p", Kind: plan.EventFaultRecover, Fault: r2},
+		{At: sec(10), Phase: "p", Kind: plan.EventPhaseEnd},
 	})
 }
 
@@ -283,13 +284,13 @@ phase "p" {
   }
 }
 `
-	seeds := func(p *dsl.Plan) map[string]int64 {
+	seeds := func(p *plan.Plan) map[string]int64 {
 		out := map[string]int64{}
 		for _, w := range p.Workloads {
 			out["workload "+w.Name] = w.Seed
 		}
 		for _, e := range p.Events {
-			if e.Kind == dsl.EventFaultInject {
+			if e.Kind == plan.EventFaultInject {
 				out["fault "+e.Fault.ID] = e.Fault.Target.Seed
 			}
 		}

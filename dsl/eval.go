@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
@@ -48,7 +49,7 @@ var durationFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "d", Type: cty.String}},
 	Type:   function.StaticReturnType(cty.Number),
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		d, err := ParseDuration(args[0].AsString())
+		d, err := plan.ParseDuration(args[0].AsString())
 		if err != nil {
 			return cty.UnknownVal(cty.Number), function.NewArgError(0, err)
 		}

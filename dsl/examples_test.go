@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // The files in examples/ teach the language: each must be valid as it
@@ -51,7 +52,7 @@ func TestSmokeExampleStaysSmall(t *testing.T) {
 	}
 	for _, c := range p.Clusters {
 		for _, r := range c.Placement {
-			if r != dsl.DefaultRegion {
+			if r != plan.DefaultRegion {
 				t.Errorf("cluster %s places a node in %q", c.Name, r)
 			}
 		}

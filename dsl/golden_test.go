@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 )
@@ -25,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/golden
 // goldenBuild is what a golden file holds: every plan, and the sweep points
 // left out as invalid.
 type goldenBuild struct {
-	Plans   []*dsl.Plan   `json:"plans"`
+	Plans   []*plan.Plan  `json:"plans"`
 	Skipped []dsl.Skipped `json:"skipped,omitempty"`
 }
 

@@ -6,11 +6,16 @@
 package dsl
 
 import (
+	"fmt"
 	"hash/fnv"
 	"math"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
+	"unicode"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -45,6 +50,11 @@ type File struct {
 // Parse reads the file's syntax, its top-level structure, its variables and
 // its sweep. The parser keeps the source so diagnostics can show it.
 func Parse(parser *hclparse.Parser, filename string, src []byte) (*File, hcl.Diagnostics) {
+	if diags := CheckSource(filename, src); diags.HasErrors() {
+		// The source is not given to the parser, so diagnostics do not
+		// echo a line of binary or a 200 KB line of brackets.
+		return nil, diags
+	}
 	hf, diags := parser.ParseHCL(src, filename)
 	if diags.HasErrors() {
 		return nil, diags
@@ -57,6 +67,7 @@ func Parse(parser *hclparse.Parser, filename string, src []byte) (*File, hcl.Dia
 			return nil, append(diags, sdiags...)
 		}
 	}
+	diags = append(diags, checkLabels(content.Blocks)...)
 	f := &File{Filename: filename, Parser: parser, src: src, content: content}
 	if attr, ok := content.Attributes["description"]; ok {
 		d := &decoder{ctx: evalContext(nil, nil)}
@@ -94,14 +105,59 @@ func nonNil(d *hcl.Diagnostic) hcl.Diagnostics {
 // Scenario is a fully decoded and validated scenario for one set of variable
 // values.
 type Scenario struct {
-	Filename  string
-	Seed      int64
-	Variables map[string]cty.Value
-	Clusters  []*Cluster
-	Network   *Network
-	Workloads []*Workload
-	Phases    []*Phase
-	Checks    []*Check
+	Filename    string
+	Description string
+	Seed        int64
+	Variables   map[string]cty.Value
+	Clusters    []*Cluster
+	Network     *Network
+	Workloads   []*Workload
+	Phases      []*Phase
+	Checks      []*Check
+}
+
+// identifier is what checks can name after a dot (phase.NAME.put.p99):
+// HCL's identifiers.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// checkLabels refuses block names that checks, the plan table or a
+// terminal cannot take: clusters, workloads, phases and variables are
+// reached by name in expressions, so they are identifiers; a check's name
+// is free text, but not empty and on one line.
+func checkLabels(blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, b := range blocks {
+		if len(b.Labels) == 0 {
+			continue
+		}
+		name, rng := b.Labels[0], b.LabelRanges[0]
+		switch b.Type {
+		case blockCluster, blockWorkload, blockPhase, blockVariable:
+			if !identifier.MatchString(name) {
+				diags = append(diags, errorAt(rng, fmt.Sprintf("Invalid %s name", b.Type),
+					"%s names are read in checks (%s), so they are identifiers: letters, digits, '_' and '-', starting with a letter or '_', such as %q. %q is not.",
+					b.Type, labelExample(b.Type), "steady-state", name))
+			}
+		case blockCheck:
+			if strings.TrimSpace(name) == "" || strings.ContainsFunc(name, unicode.IsControl) {
+				diags = append(diags, errorAt(rng, "Invalid check name",
+					"Name the check with text on one line, such as \"steady write p99\"; it names the check in the summary, junit.xml and compare."))
+			}
+		}
+	}
+	return diags
+}
+
+func labelExample(blockType string) string {
+	switch blockType {
+	case blockCluster:
+		return "cluster.NAME"
+	case blockWorkload:
+		return "phase.steady.workload.NAME.p99"
+	case blockVariable:
+		return "var.NAME"
+	}
+	return "phase.NAME.put.p99"
 }
 
 // DefaultSeed seeds every random choice when a scenario sets no seed.
@@ -111,7 +167,7 @@ const DefaultSeed = 1
 // against each other.
 func (f *File) Decode(vars map[string]cty.Value) (*Scenario, hcl.Diagnostics) {
 	ctx := evalContext(vars, nil)
-	s := &Scenario{Filename: f.Filename, Seed: DefaultSeed, Variables: vars}
+	s := &Scenario{Filename: f.Filename, Description: f.Description, Seed: DefaultSeed, Variables: vars}
 	var diags hcl.Diagnostics
 	if attr, ok := f.content.Attributes["seed"]; ok {
 		d := &decoder{ctx: ctx}
@@ -171,7 +227,7 @@ func (f *File) Decode(vars map[string]cty.Value) (*Scenario, hcl.Diagnostics) {
 // Build is every Plan a file compiles to: one, or one per sweep point.
 type Build struct {
 	File    *File
-	Plans   []*Plan
+	Plans   []*plan.Plan
 	Skipped []Skipped
 }
 
@@ -187,27 +243,20 @@ func Load(parser *hclparse.Parser, filename string, src []byte, opts VarOptions)
 	f, diags := Parse(parser, filename, src)
 	if diags.HasErrors() {
 		SortDiagnostics(diags)
-		return nil, diags
+		return nil, capErrors(diags)
 	}
-	base, vdiags := f.values(opts)
+	base, setByOption, vdiags := f.values(opts)
 	diags = append(diags, vdiags...)
 	if diags.HasErrors() {
 		SortDiagnostics(diags)
-		return nil, diags
+		return nil, capErrors(diags)
 	}
 	b := &Build{File: f}
 	points := []sweepPoint{{values: map[string]cty.Value{}}}
 	if f.Sweep != nil {
-		pinned := map[string]bool{}
-		for _, kv := range opts.Vars {
-			for i := range kv {
-				if kv[i] == '=' {
-					pinned[kv[:i]] = true
-					break
-				}
-			}
-		}
-		points = f.Sweep.points(pinned)
+		// A value given on the command line, by -var or -var-file alike,
+		// pins its sweep dimension.
+		points = f.Sweep.points(setByOption)
 	}
 	for _, pt := range points {
 		vals := map[string]cty.Value{}
@@ -233,10 +282,10 @@ func Load(parser *hclparse.Parser, filename string, src []byte, opts VarOptions)
 			s, sdiags = f.Decode(vals)
 			pdiags = append(pdiags, sdiags...)
 		}
-		var plan *Plan
+		var pl *plan.Plan
 		if !pdiags.HasErrors() {
 			var cdiags hcl.Diagnostics
-			plan, cdiags = s.Compile(pt.coords)
+			pl, cdiags = s.Compile(pt.coords)
 			pdiags = append(pdiags, cdiags...)
 		}
 		if pdiags.HasErrors() {
@@ -253,14 +302,14 @@ func Load(parser *hclparse.Parser, filename string, src []byte, opts VarOptions)
 			break
 		}
 		diags = append(diags, pdiags...)
-		b.Plans = append(b.Plans, plan)
+		b.Plans = append(b.Plans, pl)
 	}
 	if !diags.HasErrors() && len(b.Plans) == 0 && f.Sweep != nil {
 		diags = append(diags, errorAt(f.Sweep.DeclRange, "Every sweep point is invalid",
 			"skip_invalid left out all %d points; the first failed with: %s", len(b.Skipped), b.Skipped[0].Reason))
 	}
 	SortDiagnostics(diags)
-	return b, diags
+	return b, capErrors(diags)
 }
 
 // derivedSeed gives each random choice its own stream, stable across runs.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -66,7 +67,7 @@ func statsNode(n *metricNode, stats []string) {
 		n.children[s] = leaf(cty.Number)
 	}
 	eb := object()
-	for _, c := range ErrorClasses {
+	for _, c := range plan.ErrorClasses {
 		eb.children[c] = leaf(cty.Number)
 	}
 	n.children[scopeErrorsBy] = eb
@@ -75,24 +76,24 @@ func statsNode(n *metricNode, stats []string) {
 func opNode(ops []string, into *metricNode) {
 	for _, op := range ops {
 		o := object()
-		statsNode(o, OpStats)
+		statsNode(o, plan.OpStats)
 		into.children[op] = o
 	}
 }
 
 // workloadStats are the totals available per workload.
-var workloadStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricMaxGap, MetricLateStarts}
+var workloadStats = []string{plan.StatCount, plan.StatThroughput, plan.StatErrors, plan.StatErrorRate, plan.MetricAvailability, plan.MetricTimeAvail, plan.MetricMaxGap, plan.MetricLateStarts}
 
 // metricTree is every metric a check may read for plan: one subtree per phase
 // (its ops are those of the workloads it loads) and one for the whole run.
-func metricTree(p *Plan) *metricNode {
-	mixes := map[string][]OpWeight{}
+func metricTree(p *plan.Plan) *metricNode {
+	mixes := map[string][]plan.OpWeight{}
 	for _, w := range p.Workloads {
 		mixes[w.Name] = w.Mix
 	}
 	scope := func(workloads []string) *metricNode {
 		n := object()
-		statsNode(n, PhaseStats)
+		statsNode(n, plan.PhaseStats)
 		ops := map[string]bool{}
 		wn := object()
 		for _, w := range workloads {
@@ -108,7 +109,7 @@ func metricTree(p *Plan) *metricNode {
 		}
 		n.children[scopeWorkload] = wn
 		var list []string
-		for _, op := range AllOps {
+		for _, op := range plan.AllOps {
 			if ops[op] {
 				list = append(list, op)
 			}
@@ -122,7 +123,7 @@ func metricTree(p *Plan) *metricNode {
 	for _, ph := range p.Phases {
 		var ws []string
 		for _, e := range p.Events {
-			if e.Kind == EventLoad && e.Phase == ph.Name {
+			if e.Kind == plan.EventLoad && e.Phase == ph.Name {
 				ws = append(ws, e.Load.Workload)
 				all[e.Load.Workload] = true
 			}
@@ -131,8 +132,8 @@ func metricTree(p *Plan) *metricNode {
 	}
 	root.children[scopePhase] = phases
 	run := scope(sortedKeys(all))
-	run.children[MetricLinearizable] = leaf(cty.Bool)
-	run.children[MetricLostWrites] = leaf(cty.Number)
+	run.children[plan.MetricLinearizable] = leaf(cty.Bool)
+	run.children[plan.MetricLostWrites] = leaf(cty.Number)
 	root.children[scopeRun] = run
 	return root
 }
@@ -162,7 +163,7 @@ func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
 				"%s is a single value; it has no %q.", strings.Join(path, "."), name)
 		}
 		next, ok := cur.children[name]
-		if !ok && contains(AllOps, name) && cur.children[MetricAvailability] != nil {
+		if !ok && contains(plan.AllOps, name) && cur.children[plan.MetricAvailability] != nil {
 			// A real operation that nothing in this scope performs.
 			return nil, errorAt(step.SourceRange(), "Operation not measured here",
 				"No workload that %s covers has %q in its mix, so it has no %s metrics. %s", strings.Join(path, "."), name, name, opsHint(cur))
@@ -184,7 +185,7 @@ func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
 // opsHint lists the operations measured in a scope.
 func opsHint(n *metricNode) string {
 	var ops []string
-	for _, op := range AllOps {
+	for _, op := range plan.AllOps {
 		if _, ok := n.children[op]; ok {
 			ops = append(ops, op)
 		}
@@ -221,15 +222,15 @@ type checkScope struct {
 
 // compileCheck validates a check's references against the plan's metrics and
 // type-checks the condition with every metric unknown.
-func compileCheck(c *Check, sc *checkScope, vars map[string]cty.Value) (CheckSpec, hcl.Diagnostics) {
+func compileCheck(c *Check, sc *checkScope, vars map[string]cty.Value) (plan.CheckSpec, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	tree := sc.tree
-	spec := CheckSpec{Name: c.Name, Message: c.Message, AbortOnFail: c.AbortOnFail}
+	spec := plan.CheckSpec{Name: c.Name, Message: c.Message, AbortOnFail: c.AbortOnFail}
 	if c.Condition == nil {
 		return spec, diags
 	}
 	rng := c.Condition.Range()
-	spec.Pos = Pos{File: rng.Filename, Line: rng.Start.Line, Column: rng.Start.Column}
+	spec.Pos = plan.Pos{File: rng.Filename, Line: rng.Start.Line, Column: rng.Start.Column}
 	if rng.End.Byte <= len(c.source) && rng.Start.Byte <= rng.End.Byte {
 		spec.Condition = string(c.source[rng.Start.Byte:rng.End.Byte])
 	}
@@ -317,7 +318,7 @@ type Observed struct {
 // EvalCheck evaluates a compiled check. at returns the measured value of a
 // metric path (such as ["phase", "steady", "put", "p99"]), or cty.NilVal when
 // it was not measured, which makes any comparison with it fail.
-func EvalCheck(p *Plan, c CheckSpec, at func(path []string) cty.Value) CheckOutcome {
+func EvalCheck(p *plan.Plan, c plan.CheckSpec, at func(path []string) cty.Value) CheckOutcome {
 	var out CheckOutcome
 	tree := metricTree(p)
 	var unmeasured []string
@@ -341,7 +342,7 @@ func EvalCheck(p *Plan, c CheckSpec, at func(path []string) cty.Value) CheckOutc
 		out.Err = fmt.Errorf("parse condition: %s", diags.Error())
 		return out
 	}
-	vars, err := p.variableValues()
+	vars, err := variableValues(p)
 	if err != nil {
 		out.Err = err
 		return out
@@ -378,7 +379,7 @@ func diagsText(diags hcl.Diagnostics) string {
 }
 
 // variableValues re-reads the variables saved in the plan as HCL literals.
-func (p *Plan) variableValues() (map[string]cty.Value, error) {
+func variableValues(p *plan.Plan) (map[string]cty.Value, error) {
 	vars := map[string]cty.Value{}
 	for name, lit := range p.Variables {
 		expr, diags := hclsyntax.ParseExpression([]byte(lit), "var."+name, hcl.InitialPos)

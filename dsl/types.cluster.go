@@ -6,39 +6,12 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/stores/gobuild"
 )
 
 const blockCluster = "cluster"
-
-// Stores lists the supported stores with the version used when a cluster
-// names none.
-var storeDefaults = []struct{ name, version string }{
-	{StoreEtcd, "3.5.17"},
-	{StoreZooKeeper, "3.8.0"},
-	{StoreConsul, "1.20.2"},
-}
-
-// StoreNames lists the supported stores.
-func StoreNames() []string {
-	out := make([]string, len(storeDefaults))
-	for i, s := range storeDefaults {
-		out[i] = s.name
-	}
-	return out
-}
-
-// DefaultVersion is the version used for store when a cluster names none.
-func DefaultVersion(store string) string {
-	for _, s := range storeDefaults {
-		if s.name == store {
-			return s.version
-		}
-	}
-	return ""
-}
-
-// DefaultRegion is where nodes sit when a cluster has no placement.
-const DefaultRegion = "local"
 
 const (
 	maxNodes            = 9
@@ -57,15 +30,15 @@ var clusterSchema = &hcl.BodySchema{
 		{Name: "ready_timeout"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
-		{Type: StoreEtcd},
-		{Type: StoreZooKeeper},
-		{Type: StoreConsul},
+		{Type: plan.StoreEtcd},
+		{Type: plan.StoreZooKeeper},
+		{Type: plan.StoreConsul},
 	},
 }
 
 // Cluster is a decoded cluster block.
 type Cluster struct {
-	Spec            ClusterSpec
+	Spec            plan.ClusterSpec
 	DeclRange       hcl.Range
 	storeRange      hcl.Range
 	nodesRange      hcl.Range
@@ -88,24 +61,28 @@ func (k knobRanges) at(name string) hcl.Range {
 
 func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagnostics) {
 	c := &Cluster{DeclRange: block.DefRange}
-	c.Spec = ClusterSpec{
+	c.Spec = plan.ClusterSpec{
 		Name:         block.Labels[0],
 		Nodes:        3,
-		Provider:     ProviderProcess,
-		ReadyTimeout: Duration(defaultReadyTimeout),
+		Provider:     plan.ProviderProcess,
+		ReadyTimeout: plan.Duration(defaultReadyTimeout),
 	}
 	content, diags := decodeBody(block.Body, clusterSchema)
 	d := &decoder{ctx: ctx, diags: diags}
 	a := content.Attributes
 	if attr, ok := a["store"]; ok {
 		c.storeRange = attr.Expr.Range()
-		c.Spec.Store, _ = d.oneOf(attr, StoreNames())
+		c.Spec.Store, _ = d.oneOf(attr, plan.StoreNames())
 	}
-	c.Spec.Version = DefaultVersion(c.Spec.Store)
+	c.Spec.Version = plan.DefaultVersion(c.Spec.Store)
 	if attr, ok := a["version"]; ok {
 		if v, ok := d.str(attr); ok {
 			if v == "" {
-				d.errorf(attr.Expr.Range(), "Invalid version", "Write a version such as %q, or leave `version` out for the default.", DefaultVersion(c.Spec.Store))
+				d.errorf(attr.Expr.Range(), "Invalid version", "Write a version such as %q, or leave `version` out for the default.", plan.DefaultVersion(c.Spec.Store))
+			} else if _, err := gobuild.ParseVersion(c.Spec.Store, plan.DefaultVersion(c.Spec.Store), v); err != nil && c.Spec.Store != "" {
+				// The one release grammar of every command (stores
+				// install, images build), checked where it is written.
+				d.errorf(attr.Expr.Range(), "Invalid version", "%s. Write a full release number such as %q (v is optional), or leave `version` out for the default.", err, plan.DefaultVersion(c.Spec.Store))
 			}
 			c.Spec.Version = v
 		}
@@ -119,12 +96,12 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 		}
 	}
 	if attr, ok := a["provider"]; ok {
-		c.Spec.Provider, _ = d.oneOf(attr, []string{ProviderProcess, ProviderDocker})
+		c.Spec.Provider, _ = d.oneOf(attr, []string{plan.ProviderProcess, plan.ProviderDocker})
 	}
 	if attr, ok := a["binary"]; ok {
 		c.Spec.Binary, _ = d.str(attr)
-		if c.Spec.Provider == ProviderDocker {
-			d.errorf(attr.NameRange, "Binary with the docker provider", "`binary` names a server on this machine, for provider = %q. In containers the store runs from `image` (by default the official image of the store and version): remove `binary`, or set `image`.", ProviderProcess)
+		if c.Spec.Provider == plan.ProviderDocker {
+			d.errorf(attr.NameRange, "Binary with the docker provider", "`binary` names a server on this machine, for provider = %q. In containers the store runs from `image` (by default the official image of the store and version): remove `binary`, or set `image`.", plan.ProviderProcess)
 		}
 	}
 	if attr, ok := a["image"]; ok {
@@ -135,7 +112,7 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 	}
 	c.Spec.Placement = make([]string, c.Spec.Nodes)
 	for i := range c.Spec.Placement {
-		c.Spec.Placement[i] = DefaultRegion
+		c.Spec.Placement[i] = plan.DefaultRegion
 	}
 	if attr, ok := a["placement"]; ok {
 		regions, rngs, ok := d.stringList(attr)
@@ -167,11 +144,11 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 		}
 		c.knobs = knobRanges{block: kb.DefRange, attrs: map[string]hcl.Range{}}
 		switch kb.Type {
-		case StoreEtcd:
+		case plan.StoreEtcd:
 			c.Spec.Etcd = decodeEtcdKnobs(kb, d, c.knobs)
-		case StoreZooKeeper:
+		case plan.StoreZooKeeper:
 			c.Spec.ZooKeeper = decodeZooKeeperKnobs(kb, d, c.knobs)
-		case StoreConsul:
+		case plan.StoreConsul:
 			c.Spec.Consul = decodeConsulKnobs(kb, d, c.knobs)
 		}
 	}
@@ -184,10 +161,10 @@ var etcdKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "quota_backend_bytes"}, {Name: "max_request_bytes"}, {Name: "auto_compaction"},
 }}
 
-func decodeEtcdKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *EtcdKnobs {
+func decodeEtcdKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *plan.EtcdKnobs {
 	content, diags := decodeBody(block.Body, etcdKnobSchema)
 	d.diags = append(d.diags, diags...)
-	k := &EtcdKnobs{}
+	k := &plan.EtcdKnobs{}
 	for _, attr := range sortedAttributes(content.Attributes) {
 		rngs.attrs[attr.Name] = attr.Expr.Range()
 		switch attr.Name {
@@ -225,10 +202,10 @@ var zookeeperKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "snap_count"}, {Name: "max_client_cnxns"}, {Name: "jvm_heap"},
 }}
 
-func decodeZooKeeperKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *ZooKeeperKnobs {
+func decodeZooKeeperKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *plan.ZooKeeperKnobs {
 	content, diags := decodeBody(block.Body, zookeeperKnobSchema)
 	d.diags = append(d.diags, diags...)
-	k := &ZooKeeperKnobs{}
+	k := &plan.ZooKeeperKnobs{}
 	for _, attr := range sortedAttributes(content.Attributes) {
 		rngs.attrs[attr.Name] = attr.Expr.Range()
 		switch attr.Name {
@@ -262,10 +239,10 @@ var consulKnobSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "leader_lease_timeout"}, {Name: "raft_snapshot_threshold"}, {Name: "raft_snapshot_interval"},
 }}
 
-func decodeConsulKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *ConsulKnobs {
+func decodeConsulKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *plan.ConsulKnobs {
 	content, diags := decodeBody(block.Body, consulKnobSchema)
 	d.diags = append(d.diags, diags...)
-	k := &ConsulKnobs{}
+	k := &plan.ConsulKnobs{}
 	for _, attr := range sortedAttributes(content.Attributes) {
 		rngs.attrs[attr.Name] = attr.Expr.Range()
 		switch attr.Name {
@@ -293,14 +270,14 @@ func decodeConsulKnobs(block *hcl.Block, d *decoder, rngs knobRanges) *ConsulKno
 // raft_multiplier x 500ms (stores/consul.RaftTiming, which the driver
 // applies, explains why), so each knob names a multiplier from 1 to 10 and
 // all of them must name the same one.
-func (c *Cluster) validateConsulTiming(d *decoder, k *ConsulKnobs) {
+func (c *Cluster) validateConsulTiming(d *decoder, k *plan.ConsulKnobs) {
 	from, mult := "", 0
 	if k.RaftMultiplier > 0 {
 		from, mult = "raft_multiplier", k.RaftMultiplier
 	}
 	for _, knob := range []struct {
 		name string
-		v    Duration
+		v    plan.Duration
 		base time.Duration
 	}{
 		{"heartbeat_timeout", k.HeartbeatTimeout, time.Second},
@@ -361,7 +338,7 @@ func (c *Cluster) validateKnobs(d *decoder) {
 		}
 		for _, kv := range []struct {
 			name string
-			v    Duration
+			v    plan.Duration
 		}{{"heartbeat_interval", k.HeartbeatInterval}, {"election_timeout", k.ElectionTimeout}} {
 			if kv.v.D()%time.Millisecond != 0 {
 				d.add(errorAt(c.knobs.at(kv.name), "Sub-millisecond etcd timing",

@@ -1,10 +1,10 @@
 package dsl
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
@@ -30,19 +30,19 @@ type faultKind struct {
 }
 
 var faultKinds = map[string]faultKind{
-	FaultNetwork: {
-		attrs: []string{"between", "rtt", "jitter", "loss", "bandwidth"}, target: targetOptional, windowed: true,
+	plan.FaultNetwork: {
+		attrs: append([]string{"between"}, plan.ShapingParams...), target: targetOptional, windowed: true,
 		decode: decodeNetworkFault,
 	},
-	FaultPartition: {
-		attrs: []string{"groups", "direction"}, target: targetOptional, windowed: true,
+	plan.FaultPartition: {
+		attrs: []string{"groups", "direction", "mode"}, target: targetOptional, windowed: true,
 		decode: decodePartitionFault,
 	},
-	FaultKill:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
-	FaultStop:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
-	FaultRestart: {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
-	FaultPause:   {target: targetRequired, windowed: true},
-	FaultDisk: {
+	plan.FaultKill:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	plan.FaultStop:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	plan.FaultRestart: {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	plan.FaultPause:   {target: targetRequired, windowed: true},
+	plan.FaultDisk: {
 		attrs: []string{"rate", "block_size", "fsync", "parallelism", "throttle"}, target: targetRequired, windowed: true,
 		decode: decodeDiskFault,
 	},
@@ -64,27 +64,27 @@ type Fault struct {
 	clusterRange hcl.Range
 	clusterSet   bool
 
-	At            Duration
+	At            plan.Duration
 	atRange       hcl.Range
-	Duration      Duration // 0: to the end of the phase, for windowed kinds
+	Duration      plan.Duration // 0: to the end of the phase, for windowed kinds
 	durationRange hcl.Range
 	durationSet   bool
-	Every         Duration
+	Every         plan.Duration
 	everyRange    hcl.Range
 
-	Target      TargetSpec
+	Target      plan.TargetSpec
 	targetRange hcl.Range
 	targetSet   bool
 	nodeRanges  []hcl.Range // per Target.Nodes entry
 	seedSet     bool
 
-	Network       *NetworkEffect
+	Network       *plan.NetworkEffect
 	betweenRanges []hcl.Range
-	Partition     *PartitionSpec
+	Partition     *plan.PartitionSpec
 	memberRanges  [][]hcl.Range
-	RestartAfter  Duration
+	RestartAfter  plan.Duration
 	restartRange  hcl.Range
-	Disk          *DiskSpec
+	Disk          *plan.DiskSpec
 }
 
 func decodeFault(block *hcl.Block, d *decoder) *Fault {
@@ -166,7 +166,7 @@ func instantaneousDuration(diags hcl.Diagnostics, block *hcl.Block, kind string)
 	return out
 }
 
-var targetKeywords = []string{TargetLeader, TargetFollower, TargetMinority, TargetMajority, TargetRandom, TargetAll}
+var targetKeywords = []string{plan.TargetLeader, plan.TargetFollower, plan.TargetMinority, plan.TargetMajority, plan.TargetRandom, plan.TargetAll}
 
 func decodeTarget(f *Fault, a hcl.Attributes, d *decoder) {
 	attr, hasTarget := a["target"]
@@ -183,7 +183,7 @@ func decodeTarget(f *Fault, a hcl.Attributes, d *decoder) {
 	}
 	if hasRegion {
 		f.targetRange, f.targetSet = region.Expr.Range(), true
-		f.Target.Kind = TargetRegion
+		f.Target.Kind = plan.TargetRegion
 		f.Target.Region, _ = d.str(region)
 		return
 	}
@@ -192,12 +192,18 @@ func decodeTarget(f *Fault, a hcl.Attributes, d *decoder) {
 	}
 	f.targetRange, f.targetSet = attr.Expr.Range(), true
 	if exprs, diags := hcl.ExprList(attr.Expr); !diags.HasErrors() {
-		f.Target.Kind = TargetNodes
+		f.Target.Kind = plan.TargetNodes
 		if len(exprs) == 0 {
 			d.errorf(attr.Expr.Range(), "Empty target", "List at least one node, such as `target = [1]`.")
 		}
+		seen := map[int64]hcl.Range{}
 		for _, e := range exprs {
 			n, ok := d.integer(&hcl.Attribute{Name: "target", Expr: e, Range: e.Range()}, 1, maxNodes)
+			if prev, dup := seen[n]; ok && dup {
+				d.errorf(e.Range(), "Node listed twice", "%s is already in this target at %s; list each node once.", plan.NodeName(int(n)), prev)
+				continue
+			}
+			seen[n] = e.Range()
 			if ok {
 				f.Target.Nodes = append(f.Target.Nodes, int(n))
 				f.nodeRanges = append(f.nodeRanges, e.Range())
@@ -212,7 +218,7 @@ func decodeTarget(f *Fault, a hcl.Attributes, d *decoder) {
 	switch v.Type() {
 	case cty.Number:
 		if n, ok := d.integer(attr, 1, maxNodes); ok {
-			f.Target.Kind, f.Target.Nodes = TargetNodes, []int{int(n)}
+			f.Target.Kind, f.Target.Nodes = plan.TargetNodes, []int{int(n)}
 			f.nodeRanges = []hcl.Range{attr.Expr.Range()}
 		}
 	case cty.String:
@@ -230,12 +236,12 @@ func decodeTarget(f *Fault, a hcl.Attributes, d *decoder) {
 func decodeRestartAfter(f *Fault, a hcl.Attributes, d *decoder) {
 	if attr, ok := a["restart_after"]; ok {
 		f.restartRange = attr.Expr.Range()
-		f.RestartAfter, _ = d.duration(attr, f.Kind == FaultRestart)
+		f.RestartAfter, _ = d.duration(attr, f.Kind == plan.FaultRestart)
 	}
 }
 
 func decodeNetworkFault(f *Fault, a hcl.Attributes, d *decoder) {
-	e := &NetworkEffect{}
+	e := &plan.NetworkEffect{}
 	f.Network = e
 	if attr, ok := a["between"]; ok {
 		regions, rngs, ok := d.stringList(attr)
@@ -248,23 +254,11 @@ func decodeNetworkFault(f *Fault, a hcl.Attributes, d *decoder) {
 			d.errorf(attr.Range, "Both between and target", "Shape either one link (`between`) or every path of some nodes (`target`/`region`), not both.")
 		}
 	}
-	set := 0
-	for _, name := range []string{"rtt", "jitter", "loss", "bandwidth"} {
-		attr, ok := a[name]
-		if !ok {
-			continue
-		}
-		set++
-		switch name {
-		case "rtt":
-			e.RTT, _ = d.duration(attr, true)
-		case "jitter":
-			e.Jitter, _ = d.duration(attr, true)
-		case "loss":
-			e.Loss, _ = d.percent(attr)
-		case "bandwidth":
-			e.Bandwidth, _ = d.bandwidth(attr)
-		}
+	var set int
+	e.Shaping, set = decodeShaping(a, d)
+	if attr, ok := a["jitter"]; ok && e.RTT > 0 {
+		// Without rtt the fault keeps the declared link's, checked there.
+		checkJitter(d, attr, e.RTT, e.Jitter)
 	}
 	if set == 0 {
 		d.errorf(f.DeclRange, "Network fault changes nothing", "Set at least one of rtt, jitter, loss or bandwidth, such as `rtt = \"200ms\"`.")
@@ -272,10 +266,13 @@ func decodeNetworkFault(f *Fault, a hcl.Attributes, d *decoder) {
 }
 
 func decodePartitionFault(f *Fault, a hcl.Attributes, d *decoder) {
-	p := &PartitionSpec{Direction: DirectionBoth}
+	p := &plan.PartitionSpec{Direction: plan.DirectionBoth, Mode: plan.PartitionDrop}
 	f.Partition = p
 	if attr, ok := a["direction"]; ok {
-		p.Direction, _ = d.oneOf(attr, []string{DirectionBoth, DirectionTo, DirectionFrom})
+		p.Direction, _ = d.oneOf(attr, []string{plan.DirectionBoth, plan.DirectionTo, plan.DirectionFrom})
+	}
+	if attr, ok := a["mode"]; ok {
+		p.Mode, _ = d.oneOf(attr, []string{plan.PartitionDrop, plan.PartitionReject})
 	}
 	attr, hasGroups := a["groups"]
 	switch {
@@ -300,7 +297,7 @@ func decodePartitionFault(f *Fault, a hcl.Attributes, d *decoder) {
 			d.errorf(g.Range(), "Invalid group", "Each group is a non-empty list of regions or node numbers, such as `[\"eu-west\"]` or `[2, 3]`.")
 			continue
 		}
-		var group []Member
+		var group []plan.Member
 		var rngs []hcl.Range
 		for _, e := range inner {
 			el := &hcl.Attribute{Name: "groups element", Expr: e, Range: e.Range()}
@@ -310,10 +307,10 @@ func decodePartitionFault(f *Fault, a hcl.Attributes, d *decoder) {
 			}
 			switch v.Type() {
 			case cty.String:
-				group = append(group, Member{Region: v.AsString()})
+				group = append(group, plan.Member{Region: v.AsString()})
 			case cty.Number:
 				if n, ok := d.integer(el, 1, maxNodes); ok {
-					group = append(group, Member{Node: int(n)})
+					group = append(group, plan.Member{Node: int(n)})
 				} else {
 					continue
 				}
@@ -333,11 +330,11 @@ const (
 )
 
 func decodeDiskFault(f *Fault, a hcl.Attributes, d *decoder) {
-	disk := &DiskSpec{BlockSize: defaultDiskBlock, Fsync: true, Parallelism: 1}
+	disk := &plan.DiskSpec{BlockSize: defaultDiskBlock, Fsync: true, Parallelism: 1}
 	f.Disk = disk
 	if attr, ok := a["rate"]; ok {
 		if s, ok := d.str(attr); ok && s != "unlimited" {
-			n, err := ParseSize(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
+			n, err := plan.ParseSize(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
 			if err != nil || !strings.HasSuffix(strings.TrimSpace(s), "/s") || n <= 0 {
 				d.errorf(attr.Expr.Range(), "Invalid disk rate", "Write bytes per second, such as \"50MiB/s\", or \"unlimited\".")
 			} else {
@@ -353,7 +350,7 @@ func decodeDiskFault(f *Fault, a hcl.Attributes, d *decoder) {
 	}
 	if attr, ok := a["throttle"]; ok {
 		if s, ok := d.str(attr); ok {
-			n, err := ParseSize(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
+			n, err := plan.ParseSize(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
 			if err != nil || !strings.HasSuffix(strings.TrimSpace(s), "/s") || n <= 0 {
 				d.errorf(attr.Expr.Range(), "Invalid disk throttle", "Limit the node's own writes to bytes per second, such as \"1MiB/s\".")
 			} else {
@@ -363,32 +360,13 @@ func decodeDiskFault(f *Fault, a hcl.Attributes, d *decoder) {
 	}
 	if attr, ok := a["parallelism"]; ok {
 		// 0 writers makes sense only when the fault throttles the node.
-		n, _ := d.integer(attr, 0, 64)
+		n, ok := d.integer(attr, 0, 64)
 		disk.Parallelism = int(n)
-		if n == 0 && disk.Throttle == 0 {
+		if ok && n == 0 && disk.Throttle == 0 {
 			d.errorf(attr.Expr.Range(), "Disk fault does nothing",
 				"parallelism = 0 starts no competing writer; set throttle = \"1MiB/s\" to limit the node's own writes instead, or use parallelism >= 1.")
 		}
 	}
-}
-
-// describe renders the fault for plans and logs.
-func (t TargetSpec) String() string {
-	switch t.Kind {
-	case TargetNodes:
-		parts := make([]string, len(t.Nodes))
-		for i, n := range t.Nodes {
-			parts[i] = NodeName(n)
-		}
-		return strings.Join(parts, ",")
-	case TargetRegion:
-		return "region " + t.Region
-	case TargetRandom:
-		return fmt.Sprintf("random(seed %d)", t.Seed)
-	case "":
-		return "-"
-	}
-	return t.Kind
 }
 
 func sortedInts(in []int) []int {

@@ -3,29 +3,38 @@ package dsl
 import (
 	"fmt"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 )
 
 const (
 	blockNetwork = "network"
 	blockDefault = "default"
+	blockWithin  = "within"
 	blockLink    = "link"
 )
 
 var networkSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: blockDefault},
+		{Type: blockWithin},
 		{Type: blockLink, LabelNames: []string{"region_a", "region_b"}},
 	},
 }
 
-var linkSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-	{Name: "rtt"}, {Name: "jitter"}, {Name: "loss"}, {Name: "bandwidth"},
-}}
+var linkSchema = &hcl.BodySchema{Attributes: attributeSchemas(plan.ShapingParams)}
+
+func attributeSchemas(names []string) []hcl.AttributeSchema {
+	out := make([]hcl.AttributeSchema, len(names))
+	for i, n := range names {
+		out[i] = hcl.AttributeSchema{Name: n}
+	}
+	return out
+}
 
 // Network is the decoded network block.
 type Network struct {
-	Spec       NetworkSpec
+	Spec       plan.NetworkSpec
 	DeclRange  hcl.Range
 	linkRanges []linkRef // per Spec.Links entry: where its regions were named
 }
@@ -39,17 +48,22 @@ func decodeNetwork(block *hcl.Block, ctx *hcl.EvalContext) (*Network, hcl.Diagno
 	content, diags := decodeBody(block.Body, networkSchema)
 	d := &decoder{ctx: ctx, diags: diags}
 	seen := map[[2]string]hcl.Range{}
-	var defaultSeen *hcl.Range
+	// The default and within links are given once each.
+	single := map[string]hcl.Range{}
+	once := func(b *hcl.Block, what string, into *plan.LinkSpec) {
+		if prev, ok := single[b.Type]; ok {
+			d.errorf(b.DefRange, "Duplicate "+b.Type+" link", "The link %s was already given at %s; merge the two blocks.", what, prev)
+			return
+		}
+		single[b.Type] = b.DefRange
+		*into = decodeLink(b.Body, d)
+	}
 	for _, b := range content.Blocks {
 		switch b.Type {
+		case blockWithin:
+			once(b, "within a region", &n.Spec.Within)
 		case blockDefault:
-			if defaultSeen != nil {
-				d.errorf(b.DefRange, "Duplicate default link", "The default link was already given at %s; merge the two blocks.", *defaultSeen)
-				continue
-			}
-			r := b.DefRange
-			defaultSeen = &r
-			n.Spec.Default = decodeLink(b.Body, d)
+			once(b, "between regions", &n.Spec.Default)
 		case blockLink:
 			a, bb := b.Labels[0], b.Labels[1]
 			key := [2]string{a, bb}
@@ -71,22 +85,44 @@ func decodeNetwork(block *hcl.Block, ctx *hcl.EvalContext) (*Network, hcl.Diagno
 	return n, d.diags
 }
 
-func decodeLink(body hcl.Body, d *decoder) LinkSpec {
+func decodeLink(body hcl.Body, d *decoder) plan.LinkSpec {
 	content, diags := decodeBody(body, linkSchema)
 	d.diags = append(d.diags, diags...)
-	var l LinkSpec
-	a := content.Attributes
-	if attr, ok := a["rtt"]; ok {
-		l.RTT, _ = d.duration(attr, true)
+	s, _ := decodeShaping(content.Attributes, d)
+	if attr, ok := content.Attributes["jitter"]; ok {
+		checkJitter(d, attr, s.RTT, s.Jitter)
 	}
-	if attr, ok := a["jitter"]; ok {
-		l.Jitter, _ = d.duration(attr, true)
+	return plan.LinkSpec{Shaping: s}
+}
+
+// decodeShaping reads the shaping parameters among a and counts those set.
+func decodeShaping(a hcl.Attributes, d *decoder) (s plan.Shaping, set int) {
+	for _, name := range plan.ShapingParams {
+		attr, ok := a[name]
+		if !ok {
+			continue
+		}
+		set++
+		switch name {
+		case "rtt":
+			s.RTT, _ = d.duration(attr, true)
+		case "jitter":
+			s.Jitter, _ = d.duration(attr, true)
+		case "loss":
+			s.Loss, _ = d.percent(attr)
+		case "bandwidth":
+			s.Bandwidth, _ = d.bandwidth(attr)
+		}
 	}
-	if attr, ok := a["loss"]; ok {
-		l.Loss, _ = d.percent(attr)
+	return s, set
+}
+
+// checkJitter refuses more jitter than latency: the delay of a round trip
+// cannot go below zero, so such a link would have neither the declared
+// mean nor the declared spread.
+func checkJitter(d *decoder, attr *hcl.Attribute, rtt, jitter plan.Duration) {
+	if jitter > rtt {
+		d.errorf(attr.Expr.Range(), "Jitter larger than the RTT",
+			"jitter = %q on an rtt of %q: round trips cannot vary by more than they last. Set rtt to at least %q, or lower the jitter.", jitter, rtt, jitter)
 	}
-	if attr, ok := a["bandwidth"]; ok {
-		l.Bandwidth, _ = d.bandwidth(attr)
-	}
-	return l
 }

@@ -3,6 +3,7 @@ package dsl
 import (
 	"fmt"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -24,7 +25,7 @@ var phaseSchema = &hcl.BodySchema{
 // Phase is a decoded phase block.
 type Phase struct {
 	Name          string
-	Duration      Duration
+	Duration      plan.Duration
 	DeclRange     hcl.Range
 	durationRange hcl.Range
 	Loads         []*PhaseLoad

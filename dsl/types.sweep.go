@@ -3,6 +3,7 @@ package dsl
 import (
 	"strings"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -28,7 +29,7 @@ type Dimension struct {
 }
 
 // Point is one combination of sweep values.
-type Point []SweepValue
+type Point []plan.SweepValue
 
 func (p Point) String() string {
 	parts := make([]string, len(p))
@@ -148,7 +149,7 @@ func (s *Sweep) points(pinned map[string]bool) []sweepPoint {
 		for _, p := range out {
 			for _, v := range dim.Values {
 				q := sweepPoint{
-					coords: append(append(Point(nil), p.coords...), SweepValue{Variable: dim.Variable, Value: literal(v)}),
+					coords: append(append(Point(nil), p.coords...), plan.SweepValue{Variable: dim.Variable, Value: literal(v)}),
 					values: map[string]cty.Value{dim.Variable: v},
 				}
 				for k, pv := range p.values {

@@ -94,7 +94,9 @@ func span(file string, from, to int) hcl.Range {
 }
 
 // values resolves every variable: default, then var files, then -var flags.
-func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
+// values returns every variable's value, and which of them -var or
+// -var-file set.
+func (f *File) values(opts VarOptions) (map[string]cty.Value, map[string]bool, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	byName := map[string]*Variable{}
 	names := make([]string, 0, len(f.Variables))
@@ -103,6 +105,7 @@ func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
 		names = append(names, v.Name)
 	}
 	vals := map[string]cty.Value{}
+	setByOption := map[string]bool{}
 	for _, v := range f.Variables {
 		if v.HasDefault {
 			vals[v.Name] = v.Default
@@ -120,9 +123,10 @@ func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
 			return
 		}
 		vals[v.Name] = conv
+		setByOption[v.Name] = true
 	}
 	for _, path := range opts.VarFiles {
-		file, fdiags := f.Parser.ParseHCLFile(path)
+		file, fdiags := f.parseVarFile(path)
 		diags = append(diags, fdiags...)
 		if fdiags.HasErrors() {
 			continue
@@ -139,7 +143,7 @@ func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
 			v, ok := byName[attr.Name]
 			if !ok {
 				diags = append(diags, errorAt(attr.NameRange, "Undeclared variable",
-					"%q is not declared in %s. %s", attr.Name, f.Filename, didYouMean(attr.Name, names)))
+					"%q is not declared in %s. %s", attr.Name, f.Filename, declaredHint(names)(attr.Name)))
 				continue
 			}
 			val, vdiags := attr.Expr.Value(evalContext(nil, nil))
@@ -162,7 +166,7 @@ func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
 		v, ok := byName[name]
 		if !ok {
 			diags = append(diags, errorAt(span(file, 0, len(name)), "Undeclared variable",
-				"-var %s: no variable %q is declared in %s. %s", kv, name, f.Filename, didYouMean(name, names)))
+				"-var %s: no variable %q is declared in %s. %s", kv, name, f.Filename, declaredHint(names)(name)))
 			continue
 		}
 		rng := span(file, len(name)+1, len(kv))
@@ -178,7 +182,34 @@ func (f *File) values(opts VarOptions) (map[string]cty.Value, hcl.Diagnostics) {
 				"Variable %q has no default: give it one with `default = ...`, or pass -var %s=VALUE.", v.Name, v.Name))
 		}
 	}
-	return vals, diags
+	return vals, setByOption, diags
+}
+
+// declaredHint suggests a declared variable for a misspelt one, or says
+// that the file declares none (rather than "Allowed: .").
+func declaredHint(names []string) func(string) string {
+	return func(name string) string {
+		if len(names) == 0 {
+			return "The file declares no variables: add a `variable \"" + name + "\" { default = ... }` block to make it settable."
+		}
+		return didYouMean(name, names)
+	}
+}
+
+// parseVarFile reads and parses a -var-file with the scenario's own limits.
+// A file that cannot be read is reported at the option, with the reason.
+func (f *File) parseVarFile(path string) (*hcl.File, hcl.Diagnostics) {
+	src, err := ReadSource(path)
+	if err != nil {
+		opt := "-var-file " + path
+		f.Parser.AddFile(opt, &hcl.File{Bytes: []byte(opt)})
+		return nil, hcl.Diagnostics{errorAt(span(opt, len("-var-file "), len(opt)), "Cannot read variable file",
+			"%s. Pass -var-file the path of an HCL file of name = value lines.", err)}
+	}
+	if diags := CheckSource(path, src); diags.HasErrors() {
+		return nil, diags
+	}
+	return f.Parser.ParseHCL(src, path)
 }
 
 // parseVarValue reads a -var value: a raw string for string-typed (or

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
@@ -13,7 +14,7 @@ import (
 
 const blockWorkload = "workload"
 
-var workloadSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+var workloadSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: blockClient}}, Attributes: []hcl.AttributeSchema{
 	{Name: "cluster"}, {Name: "region"}, {Name: "mix", Required: true}, {Name: "consistency"},
 	{Name: "key_size"}, {Name: "value_size"}, {Name: "keyspace"}, {Name: "key_prefix"},
 	{Name: "distribution"}, {Name: "zipf_s"}, {Name: "seed"},
@@ -21,22 +22,11 @@ var workloadSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "endpoints"},
 }}
 
-// consistencyModes lists each store's read modes; the first is the store's
-// own default.
-var consistencyModes = map[string][]string{
-	StoreEtcd:      {"linearizable", "serializable"},
-	StoreZooKeeper: {"local", "sync"},
-	StoreConsul:    {"default", "consistent", "stale"},
-}
-
-// ConsistencyModes lists the read consistency modes of store, its default first.
-func ConsistencyModes(store string) []string { return consistencyModes[store] }
-
 // storeOps lists the operations each store's driver implements.
 var storeOps = map[string][]string{
-	StoreEtcd:      {OpPut, OpGet, OpDelete, OpRange, OpTxn},
-	StoreZooKeeper: {OpPut, OpGet, OpDelete, OpRange, OpTxn},
-	StoreConsul:    {OpPut, OpGet, OpDelete, OpRange, OpTxn},
+	plan.StoreEtcd:      {plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn},
+	plan.StoreZooKeeper: {plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn},
+	plan.StoreConsul:    {plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn},
 }
 
 // Workload defaults, chosen to be light enough for a laptop.
@@ -53,7 +43,7 @@ const (
 
 // Workload is a decoded workload block.
 type Workload struct {
-	Spec         WorkloadSpec
+	Spec         plan.WorkloadSpec
 	DeclRange    hcl.Range
 	clusterRange hcl.Range
 	clusterSet   bool
@@ -67,18 +57,27 @@ type Workload struct {
 	valueSizeRange hcl.Range
 	valueSizeSet   bool
 	preloadSet     bool
+	// clientRanges is where each client attribute is written.
+	clientRanges map[string]hcl.Range
 }
 
 func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diagnostics) {
 	name := block.Labels[0]
 	w := &Workload{DeclRange: block.DefRange, mixRanges: map[string]hcl.Range{}, keySizeRange: block.DefRange}
-	w.Spec = WorkloadSpec{
+	w.Spec = plan.WorkloadSpec{
 		Name: name, KeySize: defaultKeySize, ValueSize: defaultValueSize, Keyspace: defaultKeyspace,
-		KeyPrefix: "/scenario/" + name + "/", Distribution: DistUniform, Clients: defaultClients,
-		Conns: defaultConns, Timeout: Duration(defaultTimeout), RangeLimit: defaultRangeLim,
+		KeyPrefix: "/scenario/" + name + "/", Distribution: plan.DistUniform, Clients: defaultClients,
+		Conns: defaultConns, Timeout: plan.Duration(defaultTimeout), RangeLimit: defaultRangeLim,
 	}
 	content, diags := decodeBody(block.Body, workloadSchema)
 	d := &decoder{ctx: ctx, diags: diags}
+	for i, b := range content.Blocks.OfType(blockClient) {
+		if i > 0 {
+			d.errorf(b.DefRange, "Duplicate client block", "A workload has one client block; merge the two.")
+			continue
+		}
+		decodeClient(b, w, d)
+	}
 	keySizeSet := false
 	for _, attr := range sortedAttributes(content.Attributes) {
 		switch attr.Name {
@@ -106,7 +105,7 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 		case "key_prefix":
 			w.Spec.KeyPrefix, _ = d.str(attr)
 		case "distribution":
-			w.Spec.Distribution, _ = d.oneOf(attr, []string{DistSequential, DistUniform, DistZipfian})
+			w.Spec.Distribution, _ = d.oneOf(attr, []string{plan.DistSequential, plan.DistUniform, plan.DistZipfian})
 		case "zipf_s":
 			if s, ok := d.number(attr); ok {
 				if s <= 1 {
@@ -131,17 +130,17 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 			w.preloadSet = true
 			w.Spec.Preload, _ = d.boolean(attr)
 		case "endpoints":
-			w.Spec.Endpoints, _ = d.oneOf(attr, []string{EndpointsAll, EndpointsLocal})
+			w.Spec.Endpoints, _ = d.oneOf(attr, []string{plan.EndpointsAll, plan.EndpointsLocal})
 		}
 	}
-	if w.Spec.Distribution == DistZipfian && w.Spec.ZipfS == 0 {
+	if w.Spec.Distribution == plan.DistZipfian && w.Spec.ZipfS == 0 {
 		w.Spec.ZipfS = defaultZipfS
 	}
 	if !w.preloadSet {
 		// Reads of keys nobody wrote measure "not found" paths, not the store:
 		// fill the keyspace first whenever the mix reads.
 		for _, m := range w.Spec.Mix {
-			if m.Op == OpGet || m.Op == OpRange || m.Op == OpDelete || m.Op == OpTxn {
+			if m.Op == plan.OpGet || m.Op == plan.OpRange || m.Op == plan.OpDelete || m.Op == plan.OpTxn {
 				w.Spec.Preload = true
 			}
 		}
@@ -185,7 +184,7 @@ func clusterRef(attr *hcl.Attribute, d *decoder) (string, hcl.Range) {
 
 // decodeMix reads `mix = { put = 0.8, get = 0.2 }`. Weights are relative and
 // normalised to sum to 1, so { put = 4, get = 1 } works too.
-func decodeMix(attr *hcl.Attribute, d *decoder, rngs map[string]hcl.Range) []OpWeight {
+func decodeMix(attr *hcl.Attribute, d *decoder, rngs map[string]hcl.Range) []plan.OpWeight {
 	pairs, diags := hcl.ExprMap(attr.Expr)
 	if diags.HasErrors() {
 		d.errorf(attr.Expr.Range(), "Invalid mix", "Write the operation mix as an object of weights, such as `mix = { put = 0.8, get = 0.2 }`.")
@@ -199,8 +198,8 @@ func decodeMix(attr *hcl.Attribute, d *decoder, rngs map[string]hcl.Range) []OpW
 			keyAttr := &hcl.Attribute{Name: "mix key", Expr: p.Key, Range: p.Key.Range()}
 			key, _ = d.str(keyAttr)
 		}
-		if !contains(AllOps, key) {
-			d.errorf(p.Key.Range(), "Unknown operation in mix", "%q is not an operation. %s", key, didYouMean(key, AllOps))
+		if !contains(plan.AllOps, key) {
+			d.errorf(p.Key.Range(), "Unknown operation in mix", "%q is not an operation. %s", key, didYouMean(key, plan.AllOps))
 			continue
 		}
 		if prev, ok := rngs[key]; ok {
@@ -227,10 +226,10 @@ func decodeMix(attr *hcl.Attribute, d *decoder, rngs map[string]hcl.Range) []OpW
 		d.errorf(attr.Expr.Range(), "Empty mix", "Give at least one operation a weight, such as `mix = { put = 0.8, get = 0.2 }`.")
 		return nil
 	}
-	var out []OpWeight
-	for _, op := range AllOps {
+	var out []plan.OpWeight
+	for _, op := range plan.AllOps {
 		if w, ok := weights[op]; ok && w > 0 {
-			out = append(out, OpWeight{Op: op, Weight: w / total})
+			out = append(out, plan.OpWeight{Op: op, Weight: w / total})
 		}
 	}
 	return out

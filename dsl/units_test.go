@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -35,7 +35,7 @@ func TestParseDuration(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := dsl.ParseDuration(tt.in)
+			got, err := plan.ParseDuration(tt.in)
 			checkParse(t, tt.in, got, err, tt.want, tt.wantErr)
 		})
 	}
@@ -70,7 +70,7 @@ func TestParseSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := dsl.ParseSize(tt.in)
+			got, err := plan.ParseSize(tt.in)
 			checkParse(t, tt.in, got, err, tt.want, tt.wantErr)
 		})
 	}
@@ -106,7 +106,7 @@ func TestParseBandwidth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := dsl.ParseBandwidth(tt.in)
+			got, err := plan.ParseBandwidth(tt.in)
 			checkParse(t, tt.in, got, err, tt.want, tt.wantErr)
 		})
 	}
@@ -132,7 +132,7 @@ func TestParsePercent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := dsl.ParsePercent(tt.in)
+			got, err := plan.ParsePercent(tt.in)
 			checkParse(t, tt.in, got, err, tt.want, tt.wantErr)
 		})
 	}
@@ -173,7 +173,7 @@ func TestFormatBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := dsl.FormatBytes(tt.in); got != tt.want {
+			if got := plan.FormatBytes(tt.in); got != tt.want {
 				t.Fatalf("FormatBytes(%d) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
@@ -195,15 +195,39 @@ func TestFormatBandwidth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := dsl.FormatBandwidth(tt.in)
+			got := plan.FormatBandwidth(tt.in)
 			if got != tt.want {
 				t.Fatalf("FormatBandwidth(%d) = %q, want %q", tt.in, got, tt.want)
 			}
 			// What is printed parses back to the same rate.
-			back, err := dsl.ParseBandwidth(got)
+			back, err := plan.ParseBandwidth(got)
 			if err != nil || back != tt.in {
 				t.Fatalf("ParseBandwidth(%q) = %d, %v; want %d", got, back, err, tt.in)
 			}
 		})
+	}
+}
+
+// A network fault over a declared link replaces what it sets and keeps
+// the rest.
+func TestShapingOver(t *testing.T) {
+	ms := func(n int) plan.Duration { return plan.Duration(time.Duration(n) * time.Millisecond) }
+	link := plan.Shaping{RTT: ms(40), Jitter: ms(5), Loss: 1, Bandwidth: 10e6}
+	tests := []struct {
+		name  string
+		fault plan.Shaping
+		want  plan.Shaping
+	}{
+		{"nothing", plan.Shaping{}, link},
+		{"loss only", plan.Shaping{Loss: 20}, plan.Shaping{RTT: ms(40), Jitter: ms(5), Loss: 20, Bandwidth: 10e6}},
+		{"everything", plan.Shaping{RTT: ms(200), Jitter: ms(50), Loss: 2, Bandwidth: 1e6}, plan.Shaping{RTT: ms(200), Jitter: ms(50), Loss: 2, Bandwidth: 1e6}},
+	}
+	for _, tc := range tests {
+		if got := link.Over(tc.fault); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if (plan.Shaping{}).Shaped() || !(plan.Shaping{Loss: 0.1}).Shaped() {
+		t.Error("Shaped is wrong")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -24,7 +25,7 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 	}
 	// The timeline is one int64 of nanoseconds: refuse runs long enough to
 	// overflow it (or to be a typo) before anything adds offsets up.
-	var total Duration
+	var total plan.Duration
 	for _, p := range s.Phases {
 		if total += p.Duration; p.Duration > maxRunDuration || total > maxRunDuration {
 			add(errorAt(p.durationRange, "Run too long",
@@ -69,7 +70,7 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 			continue
 		}
 		w.Spec.Cluster = c.Spec.Name
-		modes := consistencyModes[c.Spec.Store]
+		modes := plan.ConsistencyModes(c.Spec.Store)
 		if !w.consistSet {
 			w.Spec.Consistency = modes[0]
 		} else if !contains(modes, w.Spec.Consistency) {
@@ -78,8 +79,9 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 		}
 		if limit, why := maxValueSize(c.Spec); w.valueSizeSet && int64(w.Spec.ValueSize) > limit {
 			add(errorAt(w.valueSizeRange, "Value too large for the store",
-				"%s refuses a value of %s: %s. Write at most %s.", c.Spec.Store, FormatBytes(int64(w.Spec.ValueSize)), why, FormatBytes(limit)))
+				"%s refuses a value of %s: %s. Write at most %s.", c.Spec.Store, plan.FormatBytes(int64(w.Spec.ValueSize)), why, plan.FormatBytes(limit)))
 		}
+		add(validateClient(w, c.Spec.Store)...)
 		for _, m := range w.Spec.Mix {
 			if !contains(storeOps[c.Spec.Store], m.Op) {
 				add(errorAt(w.mixRanges[m.Op], "Operation not supported by the store", "%s does not support %q. Allowed: %s.", c.Spec.Store, m.Op, quoteList(storeOps[c.Spec.Store])))
@@ -157,7 +159,7 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 }
 
 // maxRunDuration bounds the whole timeline: 30 days.
-const maxRunDuration = Duration(30 * 24 * time.Hour)
+const maxRunDuration = plan.Duration(30 * 24 * time.Hour)
 
 func distinct(list []string) []string {
 	var out []string
@@ -181,11 +183,11 @@ func (s *Scenario) validateFaultTargets(f *Fault, c *Cluster, known map[string]b
 		}
 	}
 	regions := distinct(c.Spec.Placement)
-	if f.Target.Kind == TargetRegion && !contains(regions, f.Target.Region) {
+	if f.Target.Kind == plan.TargetRegion && !contains(regions, f.Target.Region) {
 		diags = append(diags, errorAt(f.targetRange, "No nodes in region",
 			"No node of cluster %q sits in region %q. %s", c.Spec.Name, f.Target.Region, didYouMean(f.Target.Region, regions)))
 	}
-	if (f.Target.Kind == TargetFollower || f.Target.Kind == TargetMinority) && n < 2 && f.Kind != FaultPartition || f.Target.Kind == TargetMinority && n < 3 {
+	if (f.Target.Kind == plan.TargetFollower || f.Target.Kind == plan.TargetMinority) && n < 2 && f.Kind != plan.FaultPartition || f.Target.Kind == plan.TargetMinority && n < 3 {
 		diags = append(diags, errorAt(f.targetRange, "Target names no node",
 			"A %d-node cluster has no %s: target \"leader\" or a node number instead.", n, f.Target.Kind))
 	}
@@ -196,7 +198,7 @@ func (s *Scenario) validateFaultTargets(f *Fault, c *Cluster, known map[string]b
 		}
 	}
 	if f.Partition != nil {
-		seen := map[Member]hcl.Range{}
+		seen := map[plan.Member]hcl.Range{}
 		for gi, g := range f.Partition.Groups {
 			for mi, m := range g {
 				rng := f.memberRanges[gi][mi]
@@ -215,19 +217,60 @@ func (s *Scenario) validateFaultTargets(f *Fault, c *Cluster, known map[string]b
 				seen[m] = rng
 			}
 		}
+		diags = append(diags, nodesOnBothSides(f, c)...)
 	}
 	return diags
 }
 
-func memberString(m Member) string {
+// nodesOnBothSides refuses a partition that puts a node in two groups, one
+// by its region and one by its number: it cannot be on both sides.
+func nodesOnBothSides(f *Fault, c *Cluster) hcl.Diagnostics {
+	type place struct {
+		group int
+		via   string
+		rng   hcl.Range
+	}
+	var diags hcl.Diagnostics
+	owner := map[int]place{}
+	for gi, g := range f.Partition.Groups {
+		for mi, m := range g {
+			var nodes []int
+			if m.Node > 0 {
+				nodes = []int{m.Node}
+			}
+			for i, r := range c.Spec.Placement {
+				if m.Region != "" && r == m.Region {
+					nodes = append(nodes, i+1)
+				}
+			}
+			here := place{group: gi, via: memberString(m), rng: f.memberRanges[gi][mi]}
+			for _, node := range nodes {
+				prev, ok := owner[node]
+				if !ok {
+					owner[node] = here
+					continue
+				}
+				// The same member twice is reported above.
+				if prev.group != gi && prev.via != here.via {
+					diags = append(diags, errorAt(here.rng, "Node on both sides of a partition",
+						"%s is in group %d as %s (at %s) and in group %d as %s; a node belongs to one side of a partition. Remove it from one group.",
+						plan.NodeName(node), prev.group+1, prev.via, prev.rng, gi+1, here.via))
+				}
+			}
+		}
+	}
+	return diags
+}
+
+func memberString(m plan.Member) string {
 	if m.Region != "" {
 		return fmt.Sprintf("region %q", m.Region)
 	}
-	return NodeName(m.Node)
+	return plan.NodeName(m.Node)
 }
 
 // window is how long one occurrence of a fault lasts within its phase.
-func (f *Fault) window(p *Phase) Duration {
+func (f *Fault) window(p *Phase) plan.Duration {
 	switch {
 	case f.RestartAfter > 0:
 		return f.RestartAfter
@@ -260,7 +303,7 @@ func validateFaultTiming(f *Fault, p *Phase) hcl.Diagnostics {
 	}
 	if f.Every > 0 {
 		w := f.window(p)
-		if f.Kind != FaultKill && f.Kind != FaultStop && f.Kind != FaultRestart && !f.durationSet && faultKinds[f.Kind].windowed {
+		if f.Kind != plan.FaultKill && f.Kind != plan.FaultStop && f.Kind != plan.FaultRestart && !f.durationSet && faultKinds[f.Kind].windowed {
 			diags = append(diags, errorAt(f.everyRange, "Repeating fault without a duration",
 				"A %s fault that repeats needs a `duration` shorter than `every` (%s), or each occurrence would last to the end of the phase.", f.Kind, f.Every))
 		} else if w >= f.Every {
@@ -290,7 +333,7 @@ func occurrenceCount(f *Fault, p *Phase) int64 {
 	n := int64((p.Duration-f.At-w)/f.Every) + 1
 	if w == 0 {
 		// An instantaneous fault must also start before the phase ends.
-		if last := f.At + Duration(n-1)*f.Every; last >= p.Duration {
+		if last := f.At + plan.Duration(n-1)*f.Every; last >= p.Duration {
 			n--
 		}
 	}
@@ -300,15 +343,15 @@ func occurrenceCount(f *Fault, p *Phase) int64 {
 // maxValueSize is the largest value a store's cluster accepts in one write,
 // and why: every write larger than it fails, so a workload that writes one
 // measures nothing but refusals.
-func maxValueSize(c ClusterSpec) (int64, string) {
+func maxValueSize(c plan.ClusterSpec) (int64, string) {
 	switch c.Store {
-	case StoreZooKeeper:
+	case plan.StoreZooKeeper:
 		// jute.maxbuffer is 0xfffff bytes for the whole request, path and
 		// header included; the server drops the connection beyond it.
 		return 1_000_000, "a request, path and value together, may not exceed jute.maxbuffer (1 MiB less one byte)"
-	case StoreConsul:
+	case plan.StoreConsul:
 		return 512 << 10, "Consul's KV store takes values of up to kv_max_value_size, 512 KiB"
-	case StoreEtcd:
+	case plan.StoreEtcd:
 		limit := int64(1536 << 10)
 		if c.Etcd != nil && c.Etcd.MaxRequestBytes > 0 {
 			limit = c.Etcd.MaxRequestBytes

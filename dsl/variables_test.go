@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2/hclparse"
 )
 
@@ -157,7 +158,9 @@ func TestVariableErrors(t *testing.T) {
 		{name: "undeclared", opts: dsl.VarOptions{Vars: []string{"node=5"}},
 			summary: "Undeclared variable", detail: `Did you mean "nodes"?`, file: "-var node=5"},
 		{name: "missing var file", opts: dsl.VarOptions{VarFiles: []string{"testdata/vars/does-not-exist.hcl"}},
-			summary: "Failed to read file", detail: "does-not-exist.hcl", file: ""},
+			summary: "Cannot read variable file", detail: "does-not-exist.hcl: no such file or directory", file: "-var-file testdata/vars/does-not-exist.hcl"},
+		{name: "var file is a directory", opts: dsl.VarOptions{VarFiles: []string{"testdata/vars"}},
+			summary: "Cannot read variable file", detail: "not a regular file (a directory)", file: "-var-file testdata/vars"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,7 +215,7 @@ sweep {
 }
 `
 
-func pointList(plans []*dsl.Plan) []string {
+func pointList(plans []*plan.Plan) []string {
 	var out []string
 	for _, p := range plans {
 		out = append(out, dsl.Point(p.Point).String())
@@ -256,21 +259,29 @@ func TestSweepExpansion(t *testing.T) {
 }
 
 func TestSweepPinnedByVar(t *testing.T) {
-	// A -var on a swept variable pins it: that dimension leaves the matrix.
-	b := mustLoadSource(t, "sweep.hcl", []byte(sweepSource), dsl.VarOptions{Vars: []string{"heartbeat=300ms", "nodes=5"}})
-	want := []string{`election="2s"`}
-	if got := pointList(b.Plans); !reflect.DeepEqual(got, want) {
-		t.Fatalf("points %q, want %q", got, want)
-	}
-	if len(b.Skipped) != 1 || b.Skipped[0].Point.String() != `election="1s"` {
-		t.Fatalf("skipped %+v, want election=\"1s\" only", b.Skipped)
-	}
-	p := b.Plans[0]
-	if p.Clusters[0].Nodes != 5 || p.Variables["heartbeat"] != `"300ms"` || p.Variables["nodes"] != "5" {
-		t.Fatalf("pinned values not applied: nodes %d, variables %v", p.Clusters[0].Nodes, p.Variables)
+	// A -var or a -var-file setting a swept variable pins it: that
+	// dimension leaves the matrix. The same rule for both.
+	for name, opts := range map[string]dsl.VarOptions{
+		"var":      {Vars: []string{"heartbeat=300ms", "nodes=5"}},
+		"var-file": {VarFiles: []string{"testdata/vars/pin-sweep.hcl"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := mustLoadSource(t, "sweep.hcl", []byte(sweepSource), opts)
+			want := []string{`election="2s"`}
+			if got := pointList(b.Plans); !reflect.DeepEqual(got, want) {
+				t.Fatalf("points %q, want %q", got, want)
+			}
+			if len(b.Skipped) != 1 || b.Skipped[0].Point.String() != `election="1s"` {
+				t.Fatalf("skipped %+v, want election=\"1s\" only", b.Skipped)
+			}
+			p := b.Plans[0]
+			if p.Clusters[0].Nodes != 5 || p.Variables["heartbeat"] != `"300ms"` || p.Variables["nodes"] != "5" {
+				t.Fatalf("pinned values not applied: nodes %d, variables %v", p.Clusters[0].Nodes, p.Variables)
+			}
+		})
 	}
 	// Pinning every dimension leaves one plan with no point.
-	b = mustLoadSource(t, "sweep.hcl", []byte(sweepSource), dsl.VarOptions{Vars: []string{"heartbeat=100ms", "nodes=3", "election=1s"}})
+	b := mustLoadSource(t, "sweep.hcl", []byte(sweepSource), dsl.VarOptions{Vars: []string{"heartbeat=100ms", "nodes=3", "election=1s"}})
 	if len(b.Plans) != 1 || len(b.Plans[0].Point) != 0 {
 		t.Fatalf("fully pinned sweep: %d plans, point %v", len(b.Plans), b.Plans[0].Point)
 	}
@@ -288,5 +299,12 @@ func TestSweepInvalidPointWithoutSkip(t *testing.T) {
 	d := diags[0]
 	if d.Summary != "Election timeout too short for the heartbeat" || !strings.Contains(d.Detail, `(sweep point nodes=3, heartbeat="300ms", election="1s";`) {
 		t.Fatalf("got %q: %q", d.Summary, d.Detail)
+	}
+}
+
+func TestVarOnFileWithoutVariables(t *testing.T) {
+	_, diags := dsl.Load(hclparse.NewParser(), "plain.hcl", []byte(minimalScenario), dsl.VarOptions{Vars: []string{"nodes=5"}})
+	if len(diags) != 1 || diags[0].Summary != "Undeclared variable" || !strings.Contains(diags[0].Detail, "The file declares no variables") || strings.Contains(diags[0].Detail, "Allowed: .") {
+		t.Fatalf("diagnostics %v", diags)
 	}
 }

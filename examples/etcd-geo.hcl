@@ -40,10 +40,11 @@ cluster "main" {
   }
 }
 
-# RTTs are round trips; each direction gets half. Pairs not listed use the
-# default link.
+# RTTs are round trips; each direction gets half. Pairs of regions not
+# listed would use a default block; hosts within one region (the clients and
+# n1) use the within block, unshaped when there is none.
 network {
-  default {
+  within {
     rtt = "1ms"
   }
   link "us-east" "eu-west" {

@@ -77,13 +77,18 @@ type Options struct {
 	Seed int64
 	// Logger receives setup and teardown events; nil discards them.
 	Logger *slog.Logger
+	// Kernel builds the reference network instead of the shaper: every
+	// host joined by a veth pair to a bridge in a namespace of the
+	// fabric's own, partitions made by iptables. Links can only be cut.
+	Kernel bool
 }
 
 // Fabric is the set of hosts of one run and the shaper between them.
 type Fabric struct {
 	hosts  []*Host
 	byName map[string]*Host
-	router *shaper.Router
+	router *shaper.Router // nil on the kernel backend
+	kernel *kernelNet     // nil on the shaper
 	log    *slog.Logger
 	ip     string
 
@@ -146,9 +151,11 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 	ip, _ := ipBinary()
 	f := &Fabric{
 		byName: map[string]*Host{},
-		router: shaper.New(shaper.Options{Engage: opts.Engage, Seed: opts.Seed, Logger: log}),
 		log:    log,
 		ip:     ip,
+	}
+	if !opts.Kernel {
+		f.router = shaper.New(shaper.Options{Engage: opts.Engage, Seed: opts.Seed, Logger: log})
 	}
 	defer func() {
 		if err != nil {
@@ -157,6 +164,11 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 			}
 		}
 	}()
+	if opts.Kernel {
+		if err := f.startSwitch(ctx, opts.RunID); err != nil {
+			return nil, fmt.Errorf("fabric: switch: %w", err)
+		}
+	}
 	for i, s := range specs {
 		if _, dup := f.byName[s.Name]; dup {
 			return nil, fmt.Errorf("fabric: host %q declared twice", s.Name)
@@ -166,12 +178,22 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 			return nil, fmt.Errorf("fabric: host %s: %w", s.Name, err)
 		}
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	f.cancel = cancel
-	f.done = make(chan error, 1)
-	go func() { f.done <- f.router.Run(rctx) }()
-	log.Info("network fabric up", "hosts", len(f.hosts), "backend", Backend)
+	if f.router != nil {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f.cancel = cancel
+		f.done = make(chan error, 1)
+		go func() { f.done <- f.router.Run(rctx) }()
+	}
+	log.Info("network fabric up", "hosts", len(f.hosts), "backend", f.Backend())
 	return f, nil
+}
+
+// Backend names the fabric's mechanism, for results.json.
+func (f *Fabric) Backend() string {
+	if f.kernel != nil {
+		return KernelBackend
+	}
+	return Backend
 }
 
 // Backend names the shaping mechanism, for results.json.
@@ -191,6 +213,9 @@ func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 	// Registered before anything else can fail, so Close removes it.
 	f.hosts = append(f.hosts, h)
 	f.byName[h.Name] = h
+	if f.kernel != nil {
+		return f.addKernelHost(ctx, h)
+	}
 	tun, err := openTUN(h.NetnsPath())
 	if err != nil {
 		return err
@@ -215,12 +240,30 @@ func (f *Fabric) Hosts() []*Host { return f.hosts }
 // Host returns the host named name, or nil.
 func (f *Fabric) Host(name string) *Host { return f.byName[name] }
 
-// SetLink shapes the traffic from one host to another from now on.
-func (f *Fabric) SetLink(from, to *Host, l shaper.Link) { f.router.SetLink(from.ID, to.ID, l) }
+// SetLink shapes the traffic from one host to another from now on. On the
+// kernel backend a link can only be cut (Down, with or without Reject).
+func (f *Fabric) SetLink(from, to *Host, l shaper.Link) error {
+	return f.SetLinks(context.Background(), []LinkChange{{From: from, To: to, Link: l}})
+}
+
+// SetLinks applies several links' changes at once, which the kernel backend
+// does with one iptables-restore per destination.
+func (f *Fabric) SetLinks(ctx context.Context, changes []LinkChange) error {
+	if f.kernel != nil {
+		return f.setKernelLinks(ctx, changes)
+	}
+	for _, c := range changes {
+		f.router.SetLink(c.From.ID, c.To.ID, c.Link)
+	}
+	return nil
+}
 
 // Stats reports the shaper's per-pair counters, keyed "from>to".
 func (f *Fabric) Stats() map[string]shaper.PairStats {
 	out := map[string]shaper.PairStats{}
+	if f.router == nil {
+		return out
+	}
 	for k, v := range f.router.Stats() {
 		out[f.hosts[k[0]].Name+">"+f.hosts[k[1]].Name] = v
 	}
@@ -251,6 +294,9 @@ func (f *Fabric) Close(ctx context.Context) error {
 		case <-time.After(5 * time.Second):
 			errs = append(errs, errors.New("fabric: shaper did not stop"))
 		}
+	}
+	if f.kernel != nil {
+		errs = append(errs, f.closeKernel(ctx)...)
 	}
 	for _, h := range f.hosts {
 		// For an attached namespace this removes only the name: the TUN
@@ -308,10 +354,24 @@ func Reap(ctx context.Context, log *slog.Logger) ([]string, error) {
 	return reaped, errors.Join(errs...)
 }
 
-// JitterPerDirection is the shaper's per-direction jitter (the standard
-// deviation of a normal delay variation) that makes round trips vary with
-// a standard deviation of rtt: two independent directions add their
-// variances.
+// OneWay is the shaping of each direction of a path declared by its round
+// trip: half the RTT each way; jitter (the standard deviation of a normal
+// delay variation) split so that round trips vary with a standard
+// deviation of the declared jitter, as two independent directions add
+// their variances; loss (in percent) and bandwidth (bits/s) apply to each
+// direction. It is the one place a round trip becomes per-direction
+// shaping.
+func OneWay(rtt, jitter time.Duration, lossPercent float64, bandwidth int64) shaper.Link {
+	return shaper.Link{
+		Delay:  rtt / 2,
+		Jitter: JitterPerDirection(jitter),
+		Loss:   lossPercent / 100,
+		Rate:   bandwidth,
+	}
+}
+
+// JitterPerDirection is the per-direction jitter that makes round trips
+// vary with a standard deviation of rtt (see OneWay).
 func JitterPerDirection(rtt time.Duration) time.Duration {
 	return time.Duration(float64(rtt) / math.Sqrt2)
 }

@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,12 +47,24 @@ func needFabric(t *testing.T) {
 
 func newFabric(t *testing.T, names ...string) *Fabric {
 	t.Helper()
+	return newFabricWith(t, Options{}, names...)
+}
+
+// newFabricWith is newFabric with options (RunID and Seed are set here).
+func newFabricWith(t *testing.T, opts Options, names ...string) *Fabric {
+	t.Helper()
 	needFabric(t)
+	if opts.Kernel {
+		if _, err := kernelAvailable(); err != nil {
+			t.Skip(err)
+		}
+	}
 	specs := make([]HostSpec, len(names))
 	for i, n := range names {
 		specs[i] = HostSpec{Name: n, Region: n}
 	}
-	f, err := New(context.Background(), specs, Options{RunID: "t" + fmt.Sprint(time.Now().UnixNano()%1e6), Seed: 1})
+	opts.RunID, opts.Seed = "t"+fmt.Sprint(time.Now().UnixNano()%1e6), 1
+	f, err := New(context.Background(), specs, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -60,6 +75,11 @@ func newFabric(t *testing.T, names ...string) *Fabric {
 		for _, h := range f.Hosts() {
 			if _, err := os.Stat(h.NetnsPath()); !os.IsNotExist(err) {
 				t.Errorf("namespace %s left behind", h.ns)
+			}
+		}
+		if f.kernel != nil {
+			if _, err := os.Stat(filepath.Join(netnsDir, f.kernel.sw)); !os.IsNotExist(err) {
+				t.Errorf("switch namespace %s left behind", f.kernel.sw)
 			}
 		}
 	})
@@ -437,5 +457,118 @@ func TestAttach(t *testing.T) {
 	}
 	if strings.Contains(string(out), tunName) {
 		t.Errorf("TUN device left in the attached namespace: %s", out)
+	}
+}
+
+// TestPartitionModes: a dropped cut is silent, so a dial across it waits
+// out its timeout and an established connection's writes go unanswered;
+// a rejected cut answers, so the dial is refused and the connection is
+// reset at once, as behind a firewall's REJECT. The shaper's cuts must
+// behave as the kernel's (iptables on veth links) do.
+func TestPartitionModes(t *testing.T) {
+	for _, kernel := range []bool{false, true} {
+		name := "shaper"
+		if kernel {
+			name = "kernel"
+		}
+		t.Run(name, func(t *testing.T) { testPartitionModes(t, newFabricWith(t, Options{Kernel: kernel}, "a", "b")) })
+	}
+}
+
+func testPartitionModes(t *testing.T, f *Fabric) {
+	addr, ln, _ := listenIn(t, f.Host("b"), "tcp")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	udpAddr, _, _ := listenIn(t, f.Host("b"), "udp")
+	for _, tt := range []struct {
+		name   string
+		link   shaper.Link
+		dial   error // nil: the dial times out
+		reset  bool  // an established connection fails at once
+		udpErr bool  // a connected UDP socket learns of the cut
+	}{
+		{name: "drop", link: shaper.Link{Down: true}},
+		{name: "reject", link: shaper.Link{Down: true, Reject: true}, dial: syscall.ECONNREFUSED, reset: true, udpErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := f.Host("a"), f.Host("b")
+			established, err := a.Dial(context.Background(), addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer established.Close()
+			udp, err := a.DialNetwork(context.Background(), "udp", udpAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer udp.Close()
+			// Cut both ways, as a partition does: the answers of a
+			// reject must still reach the sender.
+			f.SetLink(a, b, tt.link)
+			f.SetLink(b, a, tt.link)
+			defer f.SetLink(b, a, shaper.Link{})
+			defer f.SetLink(a, b, shaper.Link{})
+
+			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			c, err := a.Dial(ctx, addr)
+			took := time.Since(start)
+			if c != nil {
+				c.Close()
+			}
+			switch {
+			case tt.dial == nil && (err == nil || took < 600*time.Millisecond):
+				t.Errorf("dial across a silent cut: %v after %v, want a timeout", err, took)
+			case tt.dial != nil && (!errors.Is(err, tt.dial) || took > 300*time.Millisecond):
+				t.Errorf("dial across a rejecting cut: %v after %v, want %v at once", err, took, tt.dial)
+			}
+
+			// Writes on the established connection: a reset ends it; a
+			// silent cut leaves it waiting on retransmissions (the kernel
+			// gives up after ~15 minutes), however long data stays
+			// unacknowledged: nothing in the shaper fails it early.
+			writeFor := time.Second
+			if !tt.reset {
+				writeFor = 4 * time.Second
+			}
+			established.SetDeadline(time.Now().Add(writeFor))
+			var werr error
+			for deadline := time.Now().Add(writeFor - 100*time.Millisecond); time.Now().Before(deadline); {
+				if _, werr = established.Write(make([]byte, 1000)); werr != nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if got := werr != nil && !errors.Is(werr, os.ErrDeadlineExceeded); got != tt.reset {
+				t.Errorf("established connection: write error %v, want a reset: %v", werr, tt.reset)
+			}
+
+			// A connected UDP socket hears of the port unreachable on its
+			// next send or receive.
+			var uerr error
+			for range 10 {
+				if _, uerr = udp.Write([]byte("x")); uerr != nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if got := uerr != nil; got != tt.udpErr {
+				t.Errorf("UDP: %v, want an error: %v", uerr, tt.udpErr)
+			}
+			if tt.reset && f.kernel == nil {
+				st := f.Stats()["a>b"]
+				if st.Rejected == 0 {
+					t.Errorf("no packet counted as rejected: %+v", st)
+				}
+			}
+		})
 	}
 }

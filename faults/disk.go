@@ -12,8 +12,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 const (
@@ -64,7 +63,7 @@ type diskLoad struct {
 
 // startDisk starts spec.Parallelism writers for each node. On error it
 // leaves nothing behind.
-func startDisk(ctx context.Context, spec *dsl.DiskSpec, nodes []Node, log *slog.Logger) (*diskLoad, error) {
+func startDisk(ctx context.Context, spec *plan.DiskSpec, nodes []Node, log *slog.Logger) (*diskLoad, error) {
 	switch {
 	case spec == nil:
 		return nil, errors.New("disk fault without disk settings")

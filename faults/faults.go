@@ -1,7 +1,7 @@
 // Package faults injects node and disk faults into running store nodes.
 //
 // Resolve turns a plan's target into node indexes from what the runner knows
-// of the cluster at that moment; an Injector applies one dsl.FaultSpec to
+// of the cluster at that moment; an Injector applies one plan.FaultSpec to
 // those nodes and returns an Active fault, which Recover ends. The package
 // neither schedules nor times faults: the runner walks the plan and calls
 // Inject at a fault's Start and Recover at its recover event.
@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // Node is one store node as faults needs it; *process.Node satisfies it.
@@ -93,7 +93,7 @@ func NewInjector(nodes []Node, opts Options) *Injector {
 // If the fault cannot be applied to every target, Inject undoes what it did
 // (as Recover would) and returns an error and no Active. Network and
 // partition faults return an UnsupportedError.
-func (in *Injector) Inject(ctx context.Context, f dsl.FaultSpec, targets []int) (*Active, error) {
+func (in *Injector) Inject(ctx context.Context, f plan.FaultSpec, targets []int) (*Active, error) {
 	a, err := in.inject(ctx, f, targets)
 	if err != nil {
 		return nil, fmt.Errorf("inject fault %s (%s): %w", f.ID, f.Kind, err)
@@ -102,11 +102,11 @@ func (in *Injector) Inject(ctx context.Context, f dsl.FaultSpec, targets []int) 
 	return a, nil
 }
 
-func (in *Injector) inject(ctx context.Context, f dsl.FaultSpec, targets []int) (*Active, error) {
+func (in *Injector) inject(ctx context.Context, f plan.FaultSpec, targets []int) (*Active, error) {
 	switch f.Kind {
-	case dsl.FaultNetwork, dsl.FaultPartition:
+	case plan.FaultNetwork, plan.FaultPartition:
 		return nil, UnsupportedError{Kind: f.Kind}
-	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart, dsl.FaultPause, dsl.FaultDisk:
+	case plan.FaultKill, plan.FaultStop, plan.FaultRestart, plan.FaultPause, plan.FaultDisk:
 	default:
 		return nil, fmt.Errorf("unknown fault kind %q", f.Kind)
 	}
@@ -126,26 +126,26 @@ func (in *Injector) inject(ctx context.Context, f dsl.FaultSpec, targets []int) 
 
 	var err error
 	switch f.Kind {
-	case dsl.FaultKill:
+	case plan.FaultKill:
 		err = a.each(func(n Node) error { return n.Kill() })
 		a.appliedAt = time.Now()
 		if err == nil && f.RestartAfter > 0 {
 			a.scheduleRestart(ctx, f.RestartAfter.D())
 		}
-	case dsl.FaultStop, dsl.FaultRestart:
+	case plan.FaultStop, plan.FaultRestart:
 		err = a.each(func(n Node) error { return n.Stop(ctx, in.grace) })
 		a.appliedAt = time.Now()
 		switch {
 		case err != nil:
 		case f.RestartAfter > 0:
 			a.scheduleRestart(ctx, f.RestartAfter.D())
-		case f.Kind == dsl.FaultRestart:
+		case f.Kind == plan.FaultRestart:
 			err = a.startDown(ctx)
 		}
-	case dsl.FaultPause:
+	case plan.FaultPause:
 		err = a.each(func(n Node) error { return n.Pause() })
 		a.appliedAt = time.Now()
-	case dsl.FaultDisk:
+	case plan.FaultDisk:
 		log := in.log.With("fault", f.ID)
 		switch {
 		case f.Disk == nil:
@@ -176,7 +176,7 @@ func (in *Injector) inject(ctx context.Context, f dsl.FaultSpec, targets []int) 
 // use.
 type Active struct {
 	in        *Injector
-	fault     dsl.FaultSpec
+	fault     plan.FaultSpec
 	targets   []int
 	nodes     []Node // nodes[i] is node targets[i]
 	appliedAt time.Time
@@ -204,7 +204,7 @@ func (a *Active) Targets() []int { return slices.Clone(a.targets) }
 // every writer of every target; false for other kinds. It stays readable
 // after Recover.
 func (a *Active) DiskStats() (DiskStats, bool) {
-	if a.fault.Kind != dsl.FaultDisk {
+	if a.fault.Kind != plan.FaultDisk {
 		return DiskStats{}, false
 	}
 	var s DiskStats
@@ -268,9 +268,9 @@ func (a *Active) Recover(ctx context.Context) error {
 
 func (a *Active) recover(ctx context.Context) error {
 	switch a.fault.Kind {
-	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart:
+	case plan.FaultKill, plan.FaultStop, plan.FaultRestart:
 		if a.done != nil {
-			if a.fault.Kind != dsl.FaultRestart {
+			if a.fault.Kind != plan.FaultRestart {
 				a.cancel()
 			}
 			select {
@@ -280,7 +280,7 @@ func (a *Active) recover(ctx context.Context) error {
 			}
 		}
 		return a.startDown(ctx)
-	case dsl.FaultPause:
+	case plan.FaultPause:
 		return a.each(func(n Node) error {
 			// A node that died while paused has nothing to resume.
 			if !n.Running() {
@@ -288,7 +288,7 @@ func (a *Active) recover(ctx context.Context) error {
 			}
 			return n.Resume()
 		})
-	case dsl.FaultDisk:
+	case plan.FaultDisk:
 		var errs []error
 		if a.throttles != nil {
 			a.throttled = a.throttledLocked()

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/process"
 )
 
@@ -34,7 +34,7 @@ func startNodes(t *testing.T, k int) []*process.Node {
 	})
 	nodes := make([]*process.Node, k)
 	for i := range nodes {
-		n, err := run.AddNode(dsl.NodeName(i+1), process.NodeSpec{Path: "sleep", Args: []string{"1000"}})
+		n, err := run.AddNode(plan.NodeName(i+1), process.NodeSpec{Path: "sleep", Args: []string{"1000"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,12 +82,12 @@ func procState(t *testing.T, pid int) byte {
 	return s[i+2]
 }
 
-func ms(n int) dsl.Duration { return dsl.Duration(time.Duration(n) * time.Millisecond) }
+func ms(n int) plan.Duration { return plan.Duration(time.Duration(n) * time.Millisecond) }
 
 func TestNodeFaults(t *testing.T) {
 	tests := []struct {
 		name  string
-		fault dsl.FaultSpec
+		fault plan.FaultSpec
 		// downAfterInject: the node is down when Inject returns.
 		downAfterInject bool
 		// backBy: the node comes back on its own, before Recover.
@@ -99,16 +99,16 @@ func TestNodeFaults(t *testing.T) {
 		// maxRecover: Recover returns within this long.
 		maxRecover time.Duration
 	}{
-		{name: "kill stays down until recover", fault: dsl.FaultSpec{Kind: dsl.FaultKill}, downAfterInject: true, newPID: true, maxRecover: 2 * time.Second},
-		{name: "kill restarts after", fault: dsl.FaultSpec{Kind: dsl.FaultKill, RestartAfter: ms(100)}, downAfterInject: true, backBy: true, newPID: true, maxRecover: 2 * time.Second},
-		{name: "stop stays down until recover", fault: dsl.FaultSpec{Kind: dsl.FaultStop}, downAfterInject: true, newPID: true, maxRecover: 2 * time.Second},
-		{name: "stop restarts after", fault: dsl.FaultSpec{Kind: dsl.FaultStop, RestartAfter: ms(100)}, downAfterInject: true, backBy: true, newPID: true, maxRecover: 2 * time.Second},
+		{name: "kill stays down until recover", fault: plan.FaultSpec{Kind: plan.FaultKill}, downAfterInject: true, newPID: true, maxRecover: 2 * time.Second},
+		{name: "kill restarts after", fault: plan.FaultSpec{Kind: plan.FaultKill, RestartAfter: ms(100)}, downAfterInject: true, backBy: true, newPID: true, maxRecover: 2 * time.Second},
+		{name: "stop stays down until recover", fault: plan.FaultSpec{Kind: plan.FaultStop}, downAfterInject: true, newPID: true, maxRecover: 2 * time.Second},
+		{name: "stop restarts after", fault: plan.FaultSpec{Kind: plan.FaultStop, RestartAfter: ms(100)}, downAfterInject: true, backBy: true, newPID: true, maxRecover: 2 * time.Second},
 		// Recover cuts the hour short rather than waiting for it.
-		{name: "stop recover cancels scheduled restart", fault: dsl.FaultSpec{Kind: dsl.FaultStop, RestartAfter: dsl.Duration(time.Hour)}, downAfterInject: true, newPID: true, maxRecover: 2 * time.Second},
-		{name: "restart at once", fault: dsl.FaultSpec{Kind: dsl.FaultRestart}, newPID: true, maxRecover: time.Second},
+		{name: "stop recover cancels scheduled restart", fault: plan.FaultSpec{Kind: plan.FaultStop, RestartAfter: plan.Duration(time.Hour)}, downAfterInject: true, newPID: true, maxRecover: 2 * time.Second},
+		{name: "restart at once", fault: plan.FaultSpec{Kind: plan.FaultRestart}, newPID: true, maxRecover: time.Second},
 		// The plan recovers a restart right after injecting it; Recover
 		// then waits for the restart rather than cutting it short.
-		{name: "restart after", fault: dsl.FaultSpec{Kind: dsl.FaultRestart, RestartAfter: ms(300)}, downAfterInject: true, newPID: true, minRecover: 250 * time.Millisecond, maxRecover: 3 * time.Second},
+		{name: "restart after", fault: plan.FaultSpec{Kind: plan.FaultRestart, RestartAfter: ms(300)}, downAfterInject: true, newPID: true, minRecover: 250 * time.Millisecond, maxRecover: 3 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +170,7 @@ func TestPause(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)
 	in := newInjector(nodes)
-	a, err := in.Inject(t.Context(), dsl.FaultSpec{ID: "p", Kind: dsl.FaultPause, Duration: ms(100)}, []int{1, 3})
+	a, err := in.Inject(t.Context(), plan.FaultSpec{ID: "p", Kind: plan.FaultPause, Duration: ms(100)}, []int{1, 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestInjectUndoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := newInjector(nodes)
-	a, err := in.Inject(t.Context(), dsl.FaultSpec{ID: "p", Kind: dsl.FaultPause}, []int{1, 2})
+	a, err := in.Inject(t.Context(), plan.FaultSpec{ID: "p", Kind: plan.FaultPause}, []int{1, 2})
 	if err == nil || a != nil {
 		t.Fatalf("Inject = %v, %v; want an error: n2 is not running", a, err)
 	}
@@ -215,14 +215,14 @@ func TestInjectUndoes(t *testing.T) {
 func TestDisk(t *testing.T) {
 	tests := []struct {
 		name string
-		disk dsl.DiskSpec
+		disk plan.DiskSpec
 		// maxWrites bounds the writes in the first 500 ms, for a rate.
 		maxWrites int64
 	}{
-		{name: "unlimited with fsync", disk: dsl.DiskSpec{BlockSize: 4096, Fsync: true, Parallelism: 2}},
+		{name: "unlimited with fsync", disk: plan.DiskSpec{BlockSize: 4096, Fsync: true, Parallelism: 2}},
 		// 64 KiB/s in 4 KiB blocks is 16 writes a second, 8 in 500 ms.
-		{name: "rate limited", disk: dsl.DiskSpec{Rate: 64 << 10, BlockSize: 4096, Fsync: true, Parallelism: 2}, maxWrites: 14},
-		{name: "no fsync", disk: dsl.DiskSpec{BlockSize: 4096, Parallelism: 1}},
+		{name: "rate limited", disk: plan.DiskSpec{Rate: 64 << 10, BlockSize: 4096, Fsync: true, Parallelism: 2}, maxWrites: 14},
+		{name: "no fsync", disk: plan.DiskSpec{BlockSize: 4096, Parallelism: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,7 +230,7 @@ func TestDisk(t *testing.T) {
 			nodes := startNodes(t, 2)
 			in := newInjector(nodes)
 			disk := tc.disk
-			a, err := in.Inject(t.Context(), dsl.FaultSpec{ID: "d", Kind: dsl.FaultDisk, Disk: &disk}, []int{2})
+			a, err := in.Inject(t.Context(), plan.FaultSpec{ID: "d", Kind: plan.FaultDisk, Disk: &disk}, []int{2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,18 +290,18 @@ func TestInjectErrors(t *testing.T) {
 	in := newInjector(nodes)
 	tests := []struct {
 		name        string
-		fault       dsl.FaultSpec
+		fault       plan.FaultSpec
 		targets     []int
 		err         string
 		unsupported bool
 	}{
-		{name: "network", fault: dsl.FaultSpec{ID: "x", Kind: dsl.FaultNetwork}, targets: []int{1}, err: "network faults need the network fabric", unsupported: true},
-		{name: "partition", fault: dsl.FaultSpec{ID: "x", Kind: dsl.FaultPartition}, targets: []int{1}, err: "partition faults need the network fabric", unsupported: true},
-		{name: "unknown kind", fault: dsl.FaultSpec{ID: "x", Kind: "flood"}, targets: []int{1}, err: `unknown fault kind "flood"`},
-		{name: "no targets", fault: dsl.FaultSpec{ID: "x", Kind: dsl.FaultKill}, err: "no target nodes"},
-		{name: "target out of range", fault: dsl.FaultSpec{ID: "x", Kind: dsl.FaultKill}, targets: []int{3}, err: "target node 3 out of range 1..2"},
-		{name: "disk without settings", fault: dsl.FaultSpec{ID: "x", Kind: dsl.FaultDisk}, targets: []int{1}, err: "disk fault without disk settings"},
-		{name: "disk without block size", fault: dsl.FaultSpec{ID: "x", Kind: dsl.FaultDisk, Disk: &dsl.DiskSpec{Parallelism: 1}}, targets: []int{1}, err: "block size 0"},
+		{name: "network", fault: plan.FaultSpec{ID: "x", Kind: plan.FaultNetwork}, targets: []int{1}, err: "network faults need the network fabric", unsupported: true},
+		{name: "partition", fault: plan.FaultSpec{ID: "x", Kind: plan.FaultPartition}, targets: []int{1}, err: "partition faults need the network fabric", unsupported: true},
+		{name: "unknown kind", fault: plan.FaultSpec{ID: "x", Kind: "flood"}, targets: []int{1}, err: `unknown fault kind "flood"`},
+		{name: "no targets", fault: plan.FaultSpec{ID: "x", Kind: plan.FaultKill}, err: "no target nodes"},
+		{name: "target out of range", fault: plan.FaultSpec{ID: "x", Kind: plan.FaultKill}, targets: []int{3}, err: "target node 3 out of range 1..2"},
+		{name: "disk without settings", fault: plan.FaultSpec{ID: "x", Kind: plan.FaultDisk}, targets: []int{1}, err: "disk fault without disk settings"},
+		{name: "disk without block size", fault: plan.FaultSpec{ID: "x", Kind: plan.FaultDisk, Disk: &plan.DiskSpec{Parallelism: 1}}, targets: []int{1}, err: "block size 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -350,8 +350,8 @@ func TestDiskThrottle(t *testing.T) {
 	}
 	in := faults.NewInjector([]faults.Node{n}, faults.Options{})
 	const limit = 1 << 20
-	a, err := in.Inject(t.Context(), dsl.FaultSpec{ID: "p/disk", Kind: dsl.FaultDisk,
-		Disk: &dsl.DiskSpec{Throttle: limit}}, []int{1})
+	a, err := in.Inject(t.Context(), plan.FaultSpec{ID: "p/disk", Kind: plan.FaultDisk,
+		Disk: &plan.DiskSpec{Throttle: limit}}, []int{1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // ErrNoLeader is wrapped by Resolve when a target needs the leader and the
@@ -59,7 +59,7 @@ func (v View) check() error {
 //   - majority: n/2+1 nodes, the leader (if known) and non-leaders drawn.
 //   - random: one up node, leader included.
 //   - all: every node.
-func Resolve(t dsl.TargetSpec, v View, occurrence int) ([]int, error) {
+func Resolve(t plan.TargetSpec, v View, occurrence int) ([]int, error) {
 	nodes, err := resolve(t, v, occurrence)
 	if err != nil {
 		return nil, fmt.Errorf("resolve target %q: %w", t.Kind, err)
@@ -68,13 +68,13 @@ func Resolve(t dsl.TargetSpec, v View, occurrence int) ([]int, error) {
 	return nodes, nil
 }
 
-func resolve(t dsl.TargetSpec, v View, occurrence int) ([]int, error) {
+func resolve(t plan.TargetSpec, v View, occurrence int) ([]int, error) {
 	if err := v.check(); err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(t.Seed), uint64(occurrence)))
 	switch t.Kind {
-	case dsl.TargetNodes:
+	case plan.TargetNodes:
 		if len(t.Nodes) == 0 {
 			return nil, errors.New("no nodes listed")
 		}
@@ -88,7 +88,7 @@ func resolve(t dsl.TargetSpec, v View, occurrence int) ([]int, error) {
 			}
 		}
 		return out, nil
-	case dsl.TargetRegion:
+	case plan.TargetRegion:
 		var out []int
 		for i, r := range v.Placement {
 			if r == t.Region {
@@ -99,12 +99,12 @@ func resolve(t dsl.TargetSpec, v View, occurrence int) ([]int, error) {
 			return nil, fmt.Errorf("no node placed in region %q", t.Region)
 		}
 		return out, nil
-	case dsl.TargetLeader:
+	case plan.TargetLeader:
 		if v.Leader == 0 {
 			return nil, ErrNoLeader
 		}
 		return []int{v.Leader}, nil
-	case dsl.TargetFollower:
+	case plan.TargetFollower:
 		if v.Leader == 0 {
 			return nil, ErrNoLeader
 		}
@@ -118,13 +118,13 @@ func resolve(t dsl.TargetSpec, v View, occurrence int) ([]int, error) {
 			return nil, fmt.Errorf("no follower of %d nodes is up", v.Nodes)
 		}
 		return []int{cands[rng.IntN(len(cands))]}, nil
-	case dsl.TargetMinority:
+	case plan.TargetMinority:
 		k := (v.Nodes - 1) / 2
 		if k == 0 {
 			return nil, fmt.Errorf("a %d-node cluster has no minority to fault", v.Nodes)
 		}
 		return leaderLast(v, rng)[:k], nil
-	case dsl.TargetMajority:
+	case plan.TargetMajority:
 		k := v.Nodes/2 + 1
 		order := leaderLast(v, rng)
 		if v.Leader != 0 {
@@ -133,7 +133,7 @@ func resolve(t dsl.TargetSpec, v View, occurrence int) ([]int, error) {
 			order = append([]int{v.Leader}, order[:len(order)-1]...)
 		}
 		return order[:k], nil
-	case dsl.TargetRandom:
+	case plan.TargetRandom:
 		var cands []int
 		for n := 1; n <= v.Nodes; n++ {
 			if v.up(n) {
@@ -144,7 +144,7 @@ func resolve(t dsl.TargetSpec, v View, occurrence int) ([]int, error) {
 			return nil, fmt.Errorf("none of %d nodes is up", v.Nodes)
 		}
 		return []int{cands[rng.IntN(len(cands))]}, nil
-	case dsl.TargetAll:
+	case plan.TargetAll:
 		out := make([]int, v.Nodes)
 		for i := range out {
 			out[i] = i + 1

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/plan"
 )
 
 func TestResolve(t *testing.T) {
@@ -26,23 +26,23 @@ func TestResolve(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		target dsl.TargetSpec
+		target plan.TargetSpec
 		view   faults.View
 		want   []int                         // exact result, when the seed cannot matter
 		check  func(t *testing.T, got []int) // otherwise
 		err    string                        // substring of the error
 		errIs  error
 	}{
-		{name: "nodes sorted and deduplicated", target: dsl.TargetSpec{Kind: dsl.TargetNodes, Nodes: []int{4, 1, 4}}, view: five, want: []int{1, 4}},
-		{name: "nodes out of range", target: dsl.TargetSpec{Kind: dsl.TargetNodes, Nodes: []int{1, 6}}, view: five, err: `target "nodes": node 6 out of range 1..5`},
-		{name: "nodes zero", target: dsl.TargetSpec{Kind: dsl.TargetNodes, Nodes: []int{0}}, view: five, err: "node 0 out of range"},
-		{name: "nodes empty", target: dsl.TargetSpec{Kind: dsl.TargetNodes}, view: five, err: "no nodes listed"},
-		{name: "region", target: dsl.TargetSpec{Kind: dsl.TargetRegion, Region: "eu"}, view: five, want: []int{3, 4}},
-		{name: "region empty", target: dsl.TargetSpec{Kind: dsl.TargetRegion, Region: "sa"}, view: five, err: `target "region": no node placed in region "sa"`},
-		{name: "leader", target: dsl.TargetSpec{Kind: dsl.TargetLeader}, view: five, want: []int{3}},
-		{name: "leader unknown", target: dsl.TargetSpec{Kind: dsl.TargetLeader}, view: with(five, func(v *faults.View) { v.Leader = 0 }), err: `target "leader": no leader known`, errIs: faults.ErrNoLeader},
+		{name: "nodes sorted and deduplicated", target: plan.TargetSpec{Kind: plan.TargetNodes, Nodes: []int{4, 1, 4}}, view: five, want: []int{1, 4}},
+		{name: "nodes out of range", target: plan.TargetSpec{Kind: plan.TargetNodes, Nodes: []int{1, 6}}, view: five, err: `target "nodes": node 6 out of range 1..5`},
+		{name: "nodes zero", target: plan.TargetSpec{Kind: plan.TargetNodes, Nodes: []int{0}}, view: five, err: "node 0 out of range"},
+		{name: "nodes empty", target: plan.TargetSpec{Kind: plan.TargetNodes}, view: five, err: "no nodes listed"},
+		{name: "region", target: plan.TargetSpec{Kind: plan.TargetRegion, Region: "eu"}, view: five, want: []int{3, 4}},
+		{name: "region empty", target: plan.TargetSpec{Kind: plan.TargetRegion, Region: "sa"}, view: five, err: `target "region": no node placed in region "sa"`},
+		{name: "leader", target: plan.TargetSpec{Kind: plan.TargetLeader}, view: five, want: []int{3}},
+		{name: "leader unknown", target: plan.TargetSpec{Kind: plan.TargetLeader}, view: with(five, func(v *faults.View) { v.Leader = 0 }), err: `target "leader": no leader known`, errIs: faults.ErrNoLeader},
 		{
-			name: "follower is an up non-leader", target: dsl.TargetSpec{Kind: dsl.TargetFollower, Seed: 7}, view: five,
+			name: "follower is an up non-leader", target: plan.TargetSpec{Kind: plan.TargetFollower, Seed: 7}, view: five,
 			check: func(t *testing.T, got []int) {
 				if len(got) != 1 || got[0] == 3 {
 					t.Errorf("got %v, want one node other than the leader 3", got)
@@ -51,14 +51,14 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name:   "follower skips down nodes",
-			target: dsl.TargetSpec{Kind: dsl.TargetFollower, Seed: 7},
+			target: plan.TargetSpec{Kind: plan.TargetFollower, Seed: 7},
 			view:   with(five, func(v *faults.View) { v.Up = []bool{false, true, true, false, false} }),
 			want:   []int{2},
 		},
-		{name: "follower none up", target: dsl.TargetSpec{Kind: dsl.TargetFollower}, view: with(five, func(v *faults.View) { v.Up = []bool{false, false, true, false, false} }), err: `target "follower": no follower of 5 nodes is up`},
-		{name: "follower leader unknown", target: dsl.TargetSpec{Kind: dsl.TargetFollower}, view: with(five, func(v *faults.View) { v.Leader = 0 }), errIs: faults.ErrNoLeader},
+		{name: "follower none up", target: plan.TargetSpec{Kind: plan.TargetFollower}, view: with(five, func(v *faults.View) { v.Up = []bool{false, false, true, false, false} }), err: `target "follower": no follower of 5 nodes is up`},
+		{name: "follower leader unknown", target: plan.TargetSpec{Kind: plan.TargetFollower}, view: with(five, func(v *faults.View) { v.Leader = 0 }), errIs: faults.ErrNoLeader},
 		{
-			name: "minority spares the leader", target: dsl.TargetSpec{Kind: dsl.TargetMinority, Seed: 1}, view: five,
+			name: "minority spares the leader", target: plan.TargetSpec{Kind: plan.TargetMinority, Seed: 1}, view: five,
 			check: func(t *testing.T, got []int) {
 				if len(got) != 2 || slices.Contains(got, 3) {
 					t.Errorf("got %v, want 2 nodes without the leader 3", got)
@@ -66,16 +66,16 @@ func TestResolve(t *testing.T) {
 			},
 		},
 		{
-			name: "minority of an even cluster", target: dsl.TargetSpec{Kind: dsl.TargetMinority}, view: faults.View{Nodes: 4, Leader: 1},
+			name: "minority of an even cluster", target: plan.TargetSpec{Kind: plan.TargetMinority}, view: faults.View{Nodes: 4, Leader: 1},
 			check: func(t *testing.T, got []int) {
 				if len(got) != 1 || got[0] == 1 {
 					t.Errorf("got %v, want 1 node other than the leader 1", got)
 				}
 			},
 		},
-		{name: "minority of two", target: dsl.TargetSpec{Kind: dsl.TargetMinority}, view: faults.View{Nodes: 2, Leader: 1}, err: `target "minority": a 2-node cluster has no minority`},
+		{name: "minority of two", target: plan.TargetSpec{Kind: plan.TargetMinority}, view: faults.View{Nodes: 2, Leader: 1}, err: `target "minority": a 2-node cluster has no minority`},
 		{
-			name: "majority has the leader", target: dsl.TargetSpec{Kind: dsl.TargetMajority, Seed: 1}, view: five,
+			name: "majority has the leader", target: plan.TargetSpec{Kind: plan.TargetMajority, Seed: 1}, view: five,
 			check: func(t *testing.T, got []int) {
 				if len(got) != 3 || !slices.Contains(got, 3) {
 					t.Errorf("got %v, want 3 nodes with the leader 3", got)
@@ -83,35 +83,35 @@ func TestResolve(t *testing.T) {
 			},
 		},
 		{
-			name: "majority leader unknown", target: dsl.TargetSpec{Kind: dsl.TargetMajority}, view: faults.View{Nodes: 4},
+			name: "majority leader unknown", target: plan.TargetSpec{Kind: plan.TargetMajority}, view: faults.View{Nodes: 4},
 			check: func(t *testing.T, got []int) {
 				if len(got) != 3 {
 					t.Errorf("got %v, want 3 nodes", got)
 				}
 			},
 		},
-		{name: "majority of one", target: dsl.TargetSpec{Kind: dsl.TargetMajority}, view: faults.View{Nodes: 1}, want: []int{1}},
+		{name: "majority of one", target: plan.TargetSpec{Kind: plan.TargetMajority}, view: faults.View{Nodes: 1}, want: []int{1}},
 		{
-			name: "random is up", target: dsl.TargetSpec{Kind: dsl.TargetRandom, Seed: 3},
+			name: "random is up", target: plan.TargetSpec{Kind: plan.TargetRandom, Seed: 3},
 			view: with(five, func(v *faults.View) { v.Up = []bool{false, false, false, true, false} }),
 			want: []int{4},
 		},
-		{name: "random none up", target: dsl.TargetSpec{Kind: dsl.TargetRandom}, view: with(five, func(v *faults.View) { v.Up = make([]bool, 5) }), err: `target "random": none of 5 nodes is up`},
+		{name: "random none up", target: plan.TargetSpec{Kind: plan.TargetRandom}, view: with(five, func(v *faults.View) { v.Up = make([]bool, 5) }), err: `target "random": none of 5 nodes is up`},
 		{
-			name: "random with liveness unknown", target: dsl.TargetSpec{Kind: dsl.TargetRandom, Seed: 3}, view: faults.View{Nodes: 3},
+			name: "random with liveness unknown", target: plan.TargetSpec{Kind: plan.TargetRandom, Seed: 3}, view: faults.View{Nodes: 3},
 			check: func(t *testing.T, got []int) {
 				if len(got) != 1 || got[0] < 1 || got[0] > 3 {
 					t.Errorf("got %v, want one node of 1..3", got)
 				}
 			},
 		},
-		{name: "all", target: dsl.TargetSpec{Kind: dsl.TargetAll}, view: five, want: []int{1, 2, 3, 4, 5}},
-		{name: "unknown kind", target: dsl.TargetSpec{Kind: "quorum"}, view: five, err: `unknown target kind "quorum"`},
-		{name: "no kind", target: dsl.TargetSpec{}, view: five, err: "no target kind given"},
-		{name: "empty view", target: dsl.TargetSpec{Kind: dsl.TargetAll}, view: faults.View{}, err: "view has 0 nodes"},
-		{name: "short up flags", target: dsl.TargetSpec{Kind: dsl.TargetAll}, view: faults.View{Nodes: 3, Up: []bool{true}}, err: "1 up flags for 3 nodes"},
-		{name: "short placement", target: dsl.TargetSpec{Kind: dsl.TargetAll}, view: faults.View{Nodes: 3, Placement: []string{"us"}}, err: "places 1 nodes of 3"},
-		{name: "leader out of range", target: dsl.TargetSpec{Kind: dsl.TargetLeader}, view: faults.View{Nodes: 3, Leader: 4}, err: "leader 4 of 3 nodes"},
+		{name: "all", target: plan.TargetSpec{Kind: plan.TargetAll}, view: five, want: []int{1, 2, 3, 4, 5}},
+		{name: "unknown kind", target: plan.TargetSpec{Kind: "quorum"}, view: five, err: `unknown target kind "quorum"`},
+		{name: "no kind", target: plan.TargetSpec{}, view: five, err: "no target kind given"},
+		{name: "empty view", target: plan.TargetSpec{Kind: plan.TargetAll}, view: faults.View{}, err: "view has 0 nodes"},
+		{name: "short up flags", target: plan.TargetSpec{Kind: plan.TargetAll}, view: faults.View{Nodes: 3, Up: []bool{true}}, err: "1 up flags for 3 nodes"},
+		{name: "short placement", target: plan.TargetSpec{Kind: plan.TargetAll}, view: faults.View{Nodes: 3, Placement: []string{"us"}}, err: "places 1 nodes of 3"},
+		{name: "leader out of range", target: plan.TargetSpec{Kind: plan.TargetLeader}, view: faults.View{Nodes: 3, Leader: 4}, err: "leader 4 of 3 nodes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,12 +148,12 @@ func TestResolve(t *testing.T) {
 // draw.
 func TestResolveDeterministic(t *testing.T) {
 	view := faults.View{Nodes: 7, Leader: 2}
-	for _, kind := range []string{dsl.TargetFollower, dsl.TargetMinority, dsl.TargetMajority, dsl.TargetRandom} {
+	for _, kind := range []string{plan.TargetFollower, plan.TargetMinority, plan.TargetMajority, plan.TargetRandom} {
 		t.Run(kind, func(t *testing.T) {
 			seen := map[string]bool{}
 			for seed := range int64(20) {
 				for occ := range 3 {
-					target := dsl.TargetSpec{Kind: kind, Seed: seed}
+					target := plan.TargetSpec{Kind: kind, Seed: seed}
 					a, err := faults.Resolve(target, view, occ)
 					if err != nil {
 						t.Fatal(err)

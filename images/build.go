@@ -12,7 +12,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores/consul"
 	"github.com/coordlab/scenario/stores/etcd"
 	"github.com/coordlab/scenario/stores/gobuild"
@@ -145,7 +145,7 @@ func (b builder) build(ctx context.Context, cacheDir string, s Spec) (Result, er
 	var env []string
 	switch s.Store {
 	case "":
-	case dsl.StoreEtcd:
+	case plan.StoreEtcd:
 		bin, err := b.binary(ctx, s, func() (string, bool) { return etcd.Exists(s.Version, cacheDir) }, func() (string, error) {
 			return etcd.Install(ctx, etcd.InstallOptions{Version: s.Version, CacheDir: cacheDir, Progress: b.opts.Progress})
 		})
@@ -153,7 +153,7 @@ func (b builder) build(ctx context.Context, cacheDir string, s Spec) (Result, er
 			return Result{}, err
 		}
 		extras = []entry{file(EtcdBinary, bin)}
-	case dsl.StoreConsul:
+	case plan.StoreConsul:
 		bin, err := b.binary(ctx, s, func() (string, bool) { return consul.Exists(s.Version, cacheDir) }, func() (string, error) {
 			return consul.Install(ctx, consul.InstallOptions{Version: s.Version, CacheDir: cacheDir, Progress: b.opts.Progress})
 		})
@@ -161,7 +161,7 @@ func (b builder) build(ctx context.Context, cacheDir string, s Spec) (Result, er
 			return Result{}, err
 		}
 		extras = []entry{file(ConsulBinary, bin)}
-	case dsl.StoreZooKeeper:
+	case plan.StoreZooKeeper:
 		if rootfs, err = b.cache.zookeeperRootfs(ctx, rootfs, s.Version); err != nil {
 			return Result{}, err
 		}

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores/gobuild"
 )
 
@@ -57,11 +57,11 @@ const DebianZooKeeper = "3.8.0"
 // version.
 func repo(store string) (name, tagPrefix string, ok bool) {
 	switch store {
-	case dsl.StoreEtcd:
+	case plan.StoreEtcd:
 		return "gcr.io/etcd-development/etcd", "v", true
-	case dsl.StoreConsul:
+	case plan.StoreConsul:
 		return "hashicorp/consul", "", true
-	case dsl.StoreZooKeeper:
+	case plan.StoreZooKeeper:
 		return "zookeeper", "", true
 	}
 	return "", "", false
@@ -77,14 +77,14 @@ func Default(store, version string) string {
 		return ""
 	}
 	if version == "" {
-		version = dsl.DefaultVersion(store)
+		version = plan.DefaultVersion(store)
 	}
 	return name + ":" + prefix + strings.TrimPrefix(version, "v")
 }
 
 // Spec is one store image to build.
 type Spec struct {
-	Store   string // dsl.StoreEtcd, dsl.StoreZooKeeper or dsl.StoreConsul
+	Store   string // plan.StoreEtcd, plan.StoreZooKeeper or plan.StoreConsul
 	Version string // without a leading "v": "3.5.17"
 }
 
@@ -98,8 +98,8 @@ func (s Spec) Tag() string { return Default(s.Store, s.Version) }
 // images build` makes when given no arguments.
 func DefaultSpecs() []Spec {
 	var out []Spec
-	for _, s := range dsl.StoreNames() {
-		out = append(out, Spec{Store: s, Version: dsl.DefaultVersion(s)})
+	for _, s := range plan.StoreNames() {
+		out = append(out, Spec{Store: s, Version: plan.DefaultVersion(s)})
 	}
 	return out
 }
@@ -110,10 +110,10 @@ func DefaultSpecs() []Spec {
 func ParseSpec(arg string) (Spec, error) {
 	store, version, _ := strings.Cut(arg, "@")
 	if _, _, ok := repo(store); !ok {
-		return Spec{}, fmt.Errorf("%q: unknown store; write one of %s, optionally with @VERSION", arg, strings.Join(dsl.StoreNames(), ", "))
+		return Spec{}, fmt.Errorf("%q: unknown store; write one of %s, optionally with @VERSION", arg, strings.Join(plan.StoreNames(), ", "))
 	}
 	if version == "" {
-		version = dsl.DefaultVersion(store)
+		version = plan.DefaultVersion(store)
 	}
 	if err := checkVersion(store, version); err != nil {
 		return Spec{}, err
@@ -124,21 +124,21 @@ func ParseSpec(arg string) (Spec, error) {
 // checkVersion refuses versions Build cannot make, before anything slow
 // starts.
 func checkVersion(store, version string) error {
-	example := dsl.DefaultVersion(store)
+	example := plan.DefaultVersion(store)
 	v, err := gobuild.ParseVersion(store, example, version)
 	if err != nil {
 		return err
 	}
 	switch store {
-	case dsl.StoreEtcd:
+	case plan.StoreEtcd:
 		if !v.AtLeast(3, 4) || v.Major != 3 {
 			return fmt.Errorf("etcd version %q: only 3.x releases from 3.4 on can be built", version)
 		}
-	case dsl.StoreConsul:
+	case plan.StoreConsul:
 		if v.Major != 1 {
 			return fmt.Errorf("consul version %q: only 1.x releases can be built", version)
 		}
-	case dsl.StoreZooKeeper:
+	case plan.StoreZooKeeper:
 		// The image is Debian's zookeeper package: the version Debian
 		// ships is the only one there is.
 		if strings.TrimPrefix(version, "v") != DebianZooKeeper {
@@ -158,7 +158,7 @@ func SpecOf(tag string) (Spec, bool) {
 		return Spec{}, false
 	}
 	name, version := tag[:i], tag[i+1:]
-	for _, store := range dsl.StoreNames() {
+	for _, store := range plan.StoreNames() {
 		r, prefix, _ := repo(store)
 		if name != r || !strings.HasPrefix(version, prefix) {
 			continue

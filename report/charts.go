@@ -13,7 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // figure is one chart of the page, or a row of small ones (Panels), with

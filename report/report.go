@@ -14,12 +14,13 @@ import (
 	"html/template"
 	"io"
 	"maps"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/internal/safefile"
 )
 
 // FileName is the name the runner gives a run's report in its output
@@ -47,6 +48,7 @@ func parse(name string) (*template.Template, error) {
 // page is what templates/report.html renders.
 type page struct {
 	Title       string
+	About       string // the scenario's description
 	Header      []field
 	Verdict     verdict
 	Phases      phaseTable
@@ -99,6 +101,16 @@ func Write(w io.Writer, r *results.Results, hlogDir string) (err error) {
 // WriteFile renders r with Write and saves it as path. The page is
 // rendered in memory first, so a failure leaves no half-written file.
 func WriteFile(path string, r *results.Results, hlogDir string) error {
+	return writeReport(path, r, hlogDir)
+}
+
+// WriteInto writes dir/FileName, the report of the run whose outputs are
+// in dir; it is what a run hands the runner to draw its report.
+func WriteInto(dir string, r *results.Results, hlogDir string) error {
+	return writeReport(filepath.Join(dir, FileName), r, hlogDir)
+}
+
+func writeReport(path string, r *results.Results, hlogDir string) error {
 	var b bytes.Buffer
 	if err := Write(&b, r, hlogDir); err != nil {
 		return err
@@ -107,7 +119,7 @@ func WriteFile(path string, r *results.Results, hlogDir string) error {
 }
 
 func writeFile(path string, b []byte) error {
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := safefile.WriteAtomic(path, b, 0o644, false); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
@@ -115,7 +127,8 @@ func writeFile(path string, b []byte) error {
 
 func newPage(r *results.Results, hlogDir string) (*page, error) {
 	pg := &page{
-		Title:   "scenario " + r.Scenario,
+		Title:   "scenario " + r.Name(),
+		About:   r.Description,
 		Header:  header(r),
 		Verdict: runVerdict(r),
 		Phases:  newPhaseTable(r.Phases),
@@ -153,8 +166,11 @@ func header(r *results.Results) []field {
 			h = append(h, field{name, value})
 		}
 	}
-	add("scenario", r.Scenario)
-	add("file", r.ScenarioFile)
+	file := r.ScenarioFile
+	if file == "" {
+		file = r.Scenario
+	}
+	add("file", file)
 	add("run", r.RunID)
 	add("store", r.Backend["store"])
 	if !r.Started.IsZero() {
@@ -166,6 +182,9 @@ func header(r *results.Results) []field {
 	}
 	add("duration", d)
 	add("sweep point", results.PointLabel(r, -1))
+	for _, w := range slices.Sorted(maps.Keys(r.Clients)) {
+		add("clients of "+w, results.ClientText(r.Clients[w]))
+	}
 	var backend []string
 	for _, k := range slices.Sorted(maps.Keys(r.Backend)) {
 		if k != "store" {
@@ -208,6 +227,7 @@ type phaseRow struct {
 	Name, Start, Duration, Throughput string
 	Latency                           []string // "p50 / p99" per op of Ops
 	Errors, Availability, MaxGap      string
+	TimeAvailability                  string
 	Elections, NoLeader, Failover     string
 }
 
@@ -223,13 +243,14 @@ func newPhaseTable(phases []results.Phase) phaseTable {
 	for _, p := range phases {
 		row := phaseRow{
 			Name: p.Name, Start: fmtSeconds(p.StartMS), Duration: fmtSeconds(p.DurationMS),
-			Throughput:   fmt.Sprintf("%.1f", p.Total.Throughput),
-			Errors:       errorsText(p.Total),
-			Availability: fmtRatio(p.Availability),
-			MaxGap:       fmtOptMS(p.MaxGapMS),
-			Elections:    fmt.Sprint(p.Elections),
-			NoLeader:     "-",
-			Failover:     fmtOptMS(p.FailoverTimeMS),
+			Throughput:       fmt.Sprintf("%.1f", p.Total.Throughput),
+			Errors:           errorsText(p.Total),
+			Availability:     fmtRatio(p.Availability),
+			MaxGap:           fmtOptMS(p.MaxGapMS),
+			TimeAvailability: fmtRatio(p.TimeAvailability),
+			Elections:        fmt.Sprint(p.Elections),
+			NoLeader:         "-",
+			Failover:         fmtOptMS(p.FailoverTimeMS),
 		}
 		if p.NoLeaderMS > 0 {
 			row.NoLeader = fmtMS(p.NoLeaderMS)
@@ -262,8 +283,8 @@ func errorsText(s results.OpStats) string {
 }
 
 type faultRow struct {
-	Phase, ID, What, Applied, Recovered, Leader, Write, Unavailable, Detail string
-	Failed                                                                  bool
+	Phase, ID, What, Applied, Recovered, Leader, Write, Unavailable, Served, Detail string
+	Failed                                                                          bool
 }
 
 func faultRows(r *results.Results) []faultRow {
@@ -274,7 +295,10 @@ func faultRows(r *results.Results) []faultRow {
 				Phase: p.Name, ID: f.FaultID, What: faultLabel(f),
 				Applied: "never", Recovered: "-",
 				Leader: fmtOptMS(f.TimeToLeaderMS), Write: fmtOptMS(f.TimeToWriteMS),
-				Unavailable: "-", Detail: f.Error, Failed: f.Error != "",
+				Unavailable: "-", Served: results.ServedText(f), Detail: f.Error, Failed: f.Error != "",
+			}
+			if row.Served == "" {
+				row.Served = "-"
 			}
 			if f.AppliedMS != nil {
 				row.Applied = fmtSeconds(*f.AppliedMS)

@@ -13,7 +13,7 @@ import (
 	xhtml "golang.org/x/net/html"
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // figureIDs are the ids of report.html's figures, which readers and tests
@@ -160,10 +160,13 @@ func TestWriteSampleContents(t *testing.T) {
 
 	t.Run("header", func(t *testing.T) {
 		head := textOf(find(doc, tag("header")))
-		for _, want := range []string{"sample", "20261123T101500Z-abc123", "etcd 3.5.17", "2026-11-23 10:15:00 UTC", "10 s planned, 10.2 s run", "FAIL: 2 of 3 checks failed"} {
+		for _, want := range []string{"scenario sample", "a sample run with every section filled", "examples/sample.hcl", "20261123T101500Z-abc123", "etcd 3.5.17", "2026-11-23 10:15:00 UTC", "10 s planned, 10.2 s run", "FAIL: 2 of 3 checks failed"} {
 			if !strings.Contains(head, want) {
 				t.Errorf("header lacks %q:\n%s", want, head)
 			}
+		}
+		if n := strings.Count(head, "examples/sample.hcl"); n != 1 {
+			t.Errorf("the scenario's path appears %d times in the header, want once:\n%s", n, head)
 		}
 	})
 

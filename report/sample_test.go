@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
-	"github.com/coordlab/scenario/runner/results"
 )
 
 func f64(v float64) *float64 { return &v }
 
-// sample is runner/results' sample run (a steady phase, a failover phase
+// sample is results. sample run (a steady phase, a failover phase
 // with a kill and a disk fault, a correctness verdict and checks, one
 // failed) with what a chart needs besides: per-second series with an
 // outage, leader changes and node samples with a restart.
@@ -24,6 +24,7 @@ func sample() *results.Results {
 		RunID:         "20261123T101500Z-abc123",
 		Scenario:      "sample",
 		ScenarioFile:  "examples/sample.hcl",
+		Description:   "a sample run with every section filled",
 		Started:       time.Date(2026, 11, 23, 10, 15, 0, 0, time.UTC),
 		Finished:      time.Date(2026, 11, 23, 10, 15, 10, 200_000_000, time.UTC),
 		DurationMS:    10000,
@@ -105,12 +106,12 @@ func simulate(tb testing.TB, hlogDir string, seconds, rate int) *results.Results
 	sec := time.Second
 	total := time.Duration(seconds) * sec
 	warm, steady := total/6, total/2
-	phases := []dsl.PhaseSpan{
-		{Name: "warmup", Start: 0, Duration: dsl.Duration(warm)},
-		{Name: "steady", Start: dsl.Duration(warm), Duration: dsl.Duration(steady - warm)},
-		{Name: "failover", Start: dsl.Duration(steady), Duration: dsl.Duration(total - steady)},
+	phases := []plan.PhaseSpan{
+		{Name: "warmup", Start: 0, Duration: plan.Duration(warm)},
+		{Name: "steady", Start: plan.Duration(warm), Duration: plan.Duration(steady - warm)},
+		{Name: "failover", Start: plan.Duration(steady), Duration: plan.Duration(total - steady)},
 	}
-	wl := []dsl.WorkloadSpec{{Name: "kv", Mix: []dsl.OpWeight{{Op: dsl.OpPut, Weight: 0.5}, {Op: dsl.OpGet, Weight: 0.5}}}}
+	wl := []plan.WorkloadSpec{{Name: "kv", Mix: []plan.OpWeight{{Op: plan.OpPut, Weight: 0.5}, {Op: plan.OpGet, Weight: 0.5}}}}
 	// A base far in the past: every second is over, as at the end of a run.
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	c := metrics.NewCollector(phases, wl, base)
@@ -120,15 +121,15 @@ func simulate(tb testing.TB, hlogDir string, seconds, rate int) *results.Results
 	interval := sec / time.Duration(rate)
 	for at := time.Duration(0); at < total; at += interval {
 		lat := time.Duration(math.Exp(rng.NormFloat64()*0.5) * float64(2*time.Millisecond))
-		op, write := dsl.OpGet, false
+		op, write := plan.OpGet, false
 		if rng.IntN(2) == 0 {
-			op, write = dsl.OpPut, true
+			op, write = plan.OpPut, true
 			lat *= 3
 		}
 		class := ""
 		if at >= stallFrom && at < stallTo {
 			if rng.IntN(4) == 0 {
-				class = dsl.ErrUnavailable
+				class = plan.ErrUnavailable
 			}
 			lat += stallTo - at // everything waits for the new leader
 		}

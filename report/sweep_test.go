@@ -7,7 +7,7 @@ import (
 
 	xhtml "golang.org/x/net/html"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // sweepRuns is a three-point sweep of sample(): the failover slows down

@@ -7,16 +7,17 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 // evalChecks evaluates every check of the plan against res and records the
 // outcomes in res.Checks.
-func evalChecks(plan *dsl.Plan, res *results.Results) {
+func evalChecks(pl *plan.Plan, res *results.Results) {
 	at := metricsLookup(res)
-	res.Checks = make([]results.Check, 0, len(plan.Checks))
-	for _, c := range plan.Checks {
-		res.Checks = append(res.Checks, checkResult(plan, c, at, res))
+	res.Checks = make([]results.Check, 0, len(pl.Checks))
+	for _, c := range pl.Checks {
+		res.Checks = append(res.Checks, checkResult(pl, c, at, res))
 	}
 }
 
@@ -34,8 +35,8 @@ func metricsLookup(res *results.Results) func([]string) cty.Value {
 	}
 }
 
-func checkResult(plan *dsl.Plan, c dsl.CheckSpec, at func([]string) cty.Value, res *results.Results) results.Check {
-	out := dsl.EvalCheck(plan, c, at)
+func checkResult(pl *plan.Plan, c plan.CheckSpec, at func([]string) cty.Value, res *results.Results) results.Check {
+	out := dsl.EvalCheck(pl, c, at)
 	rc := results.Check{
 		Name:       c.Name,
 		Condition:  c.Condition,
@@ -43,7 +44,7 @@ func checkResult(plan *dsl.Plan, c dsl.CheckSpec, at func([]string) cty.Value, r
 		Pos:        c.Pos.String(),
 		Passed:     out.Passed && out.Err == nil,
 		Observed:   map[string]any{},
-		DurationMS: checkSpan(plan, c, res),
+		DurationMS: checkSpan(pl, c, res),
 	}
 	if out.Err != nil {
 		rc.Error = out.Err.Error()
@@ -70,7 +71,7 @@ func ctyToAny(v cty.Value) any {
 
 // checkSpan is the stretch of the run a check covers: the phases it reads,
 // or the whole run.
-func checkSpan(plan *dsl.Plan, c dsl.CheckSpec, res *results.Results) float64 {
+func checkSpan(pl *plan.Plan, c plan.CheckSpec, res *results.Results) float64 {
 	var d time.Duration
 	seen := map[string]bool{}
 	for _, ref := range c.Refs {
@@ -78,7 +79,7 @@ func checkSpan(plan *dsl.Plan, c dsl.CheckSpec, res *results.Results) float64 {
 		if !ok {
 			return res.DurationMS
 		}
-		for _, p := range plan.Phases {
+		for _, p := range pl.Phases {
 			if p.Name == name && !seen[name] {
 				seen[name] = true
 				d += p.Duration.D()
@@ -101,7 +102,7 @@ func refPhase(ref string) (string, bool) {
 // that reads only phases in ended and fails on the measurements so far, or
 // "" when there is none.
 func (x *execution) abortingCheck(ended []string) string {
-	var due []dsl.CheckSpec
+	var due []plan.CheckSpec
 	for _, c := range x.plan.Checks {
 		if c.AbortOnFail && readsOnly(c, ended) {
 			due = append(due, c)
@@ -120,7 +121,7 @@ func (x *execution) abortingCheck(ended []string) string {
 	return ""
 }
 
-func readsOnly(c dsl.CheckSpec, phases []string) bool {
+func readsOnly(c plan.CheckSpec, phases []string) bool {
 	for _, ref := range c.Refs {
 		name, ok := refPhase(ref)
 		if !ok {

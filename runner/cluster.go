@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/runner/workload"
@@ -25,7 +25,7 @@ func (x *execution) startCluster(ctx context.Context, launch launcher) error {
 	}
 	fmt.Fprintf(x.opts.Progress, "starting %s: %d %s %s node(s) (run %s)\n", c.Name, c.Nodes, c.Store, c.Version, x.proc.ID())
 	for i := 1; i <= c.Nodes; i++ {
-		name := dsl.NodeName(i)
+		name := plan.NodeName(i)
 		dataDir, _ := x.proc.NodeDir(name)
 		path, args, err := launch(c, i, x.eps, dataDir)
 		if err != nil {
@@ -72,7 +72,7 @@ func (x *execution) startCluster(ctx context.Context, launch launcher) error {
 // (in its fabric namespace when there is a fabric) or a container in its
 // sandbox's namespace.
 func (x *execution) addNode(i int, path string, args []string) (node, error) {
-	name := dsl.NodeName(i)
+	name := plan.NodeName(i)
 	if x.ctr != nil {
 		n := x.sandboxes[i-1]
 		return n, n.SetCommand(path, args)
@@ -97,7 +97,7 @@ func (x *execution) endpoints() error {
 	if x.fab != nil {
 		observer := x.fab.Host(observerHost)
 		for i := 1; i <= c.Nodes; i++ {
-			ep := endpoint(i, x.fab.Host(dsl.NodeName(i)).Addr.String(), x.drv.ports())
+			ep := endpoint(i, x.fab.Host(plan.NodeName(i)).Addr.String(), x.drv.ports())
 			ep.Dial = observer.Dial
 			x.eps = append(x.eps, ep)
 		}
@@ -170,8 +170,8 @@ func (x *execution) openClients(ctx context.Context) error {
 // clientEndpoints are the members a workload's clients connect to: all of
 // them, or with endpoints = "local" those in the clients' region (all if
 // none is there).
-func (x *execution) clientEndpoints(w dsl.WorkloadSpec) []stores.Endpoint {
-	if w.Endpoints != dsl.EndpointsLocal {
+func (x *execution) clientEndpoints(w plan.WorkloadSpec) []stores.Endpoint {
+	if w.Endpoints != plan.EndpointsLocal {
 		return x.eps
 	}
 	var local []stores.Endpoint

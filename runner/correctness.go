@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/checker"
-	"github.com/coordlab/scenario/runner/results"
 	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
 )
@@ -132,8 +132,8 @@ func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) 
 // store refuses the read for good (class "other").
 func readBack(ctx context.Context, cl stores.Client, key string) ([]byte, bool, error) {
 	for attempt := 1; ; attempt++ {
-		r := cl.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: key})
-		if r.Err == nil || r.Class == dsl.ErrOther {
+		r := cl.Do(ctx, stores.Op{Kind: plan.OpGet, Key: key})
+		if r.Err == nil || r.Class == plan.ErrOther {
 			return r.Value, r.Found, r.Err
 		}
 		select {

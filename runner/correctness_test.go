@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -25,10 +25,10 @@ func (c *scriptedClient) Do(context.Context, stores.Op) stores.Result {
 func (c *scriptedClient) Close() error { return nil }
 
 func TestReadBack(t *testing.T) {
-	refused := stores.Result{Err: errors.New("leader changed"), Class: dsl.ErrUnavailable}
-	timedOut := stores.Result{Err: errors.New("deadline"), Class: dsl.ErrTimeout}
+	refused := stores.Result{Err: errors.New("leader changed"), Class: plan.ErrUnavailable}
+	timedOut := stores.Result{Err: errors.New("deadline"), Class: plan.ErrTimeout}
 	found := stores.Result{Found: true, Value: []byte("v")}
-	invalid := stores.Result{Err: errors.New("bad key"), Class: dsl.ErrOther}
+	invalid := stores.Result{Err: errors.New("bad key"), Class: plan.ErrOther}
 	tests := []struct {
 		name    string
 		results []stores.Result

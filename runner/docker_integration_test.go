@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/images"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/container"
-	"github.com/coordlab/scenario/runner/results"
 )
 
 // These tests run the same scenarios as the process tests with every node
@@ -23,12 +23,12 @@ func needDocker(t *testing.T, store string) {
 		t.Skip("skipped in -short mode: starts a real 3-node cluster in containers")
 	}
 	// Check says which is missing: the engine, or an image.
-	if err := images.Check(context.Background(), images.BaseImage, images.Default(store, dsl.DefaultVersion(store))); err != nil {
+	if err := images.Check(context.Background(), images.BaseImage, images.Default(store, plan.DefaultVersion(store))); err != nil {
 		t.Skipf("needs a Docker engine and the store's image: %v", err)
 	}
 }
 
-var dockerOpts = Options{Provider: dsl.ProviderDocker}
+var dockerOpts = Options{Provider: plan.ProviderDocker}
 
 // leftContainers lists what of ours the engine still has: every container,
 // volume and network carrying an owner label.
@@ -43,7 +43,7 @@ func leftContainers(t *testing.T) []string {
 
 func checkDockerRun(t *testing.T, res *results.Results) {
 	t.Helper()
-	if res.Backend["provider"] != dsl.ProviderDocker {
+	if res.Backend["provider"] != plan.ProviderDocker {
 		t.Errorf("provider %q, want docker", res.Backend["provider"])
 	}
 	// Resource use comes from the engine's stats of each store container.
@@ -65,7 +65,7 @@ func checkDockerRun(t *testing.T, res *results.Results) {
 // follower paused and another stopped and restarted, the leader's disk
 // contended, and the leader cut off by a partition.
 func TestDockerEtcd(t *testing.T) {
-	needDocker(t, dsl.StoreEtcd)
+	needDocker(t, plan.StoreEtcd)
 	needFabric(t)
 	res := runScenarioWith(t, geoCluster+`
 phase "steady" {

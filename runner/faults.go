@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
-	"github.com/coordlab/scenario/runner/results"
 )
 
 const (
@@ -45,7 +45,7 @@ type faultDriver struct {
 
 // faultOcc is one occurrence of a fault.
 type faultOcc struct {
-	spec    dsl.FaultSpec
+	spec    plan.FaultSpec
 	phase   string
 	recover chan struct{} // closed at the recover event (or at the end)
 	once    sync.Once
@@ -53,7 +53,8 @@ type faultOcc struct {
 	// Written by the occurrence's goroutine; read after wg.Wait.
 	leader    int // the leader when the fault fired, 0 if none
 	targets   []int
-	watch     *metrics.WriteWatch
+	watch     *metrics.Watch
+	served    *metrics.Watch // the targets' first answers after the recovery
 	active    *faults.Active // node and disk faults
 	applied   time.Time      // zero if the fault never took effect
 	undo      func(context.Context) error
@@ -77,7 +78,7 @@ func newFaultDriver(ctx context.Context, x *execution) *faultDriver {
 }
 
 // inject starts the occurrence ev describes and returns at once.
-func (d *faultDriver) inject(ev dsl.Event) {
+func (d *faultDriver) inject(ev plan.Event) {
 	o := &faultOcc{spec: *ev.Fault, phase: ev.Phase, recover: make(chan struct{})}
 	d.mu.Lock()
 	d.byID[o.spec.ID] = o
@@ -87,7 +88,7 @@ func (d *faultDriver) inject(ev dsl.Event) {
 }
 
 // recoverAt signals the recovery of the occurrence ev names.
-func (d *faultDriver) recoverAt(ev dsl.Event) {
+func (d *faultDriver) recoverAt(ev plan.Event) {
 	d.mu.Lock()
 	o := d.byID[ev.Fault.ID]
 	d.mu.Unlock()
@@ -133,8 +134,10 @@ func (d *faultDriver) play(o *faultOcc) {
 	}
 	o.watch = d.x.coll.WatchWrites(time.Since(d.x.base))
 	if netKind(o.spec.Kind) {
-		o.applied, o.undo = d.x.net.inject(o.spec, o.targets)
-		log.Info("fault injected", "nodes", o.targets)
+		o.applied, o.undo, o.err = d.x.net.inject(d.ctx, o.spec, o.targets)
+		if o.err == nil {
+			log.Info("fault injected", "nodes", o.targets)
+		}
 	} else {
 		o.active, o.err = d.inj.Inject(d.ctx, o.spec, o.targets)
 		if o.err == nil {
@@ -155,12 +158,22 @@ func (d *faultDriver) play(o *faultOcc) {
 	case <-d.ctx.Done():
 		return
 	}
+	if removesKind(o.spec.Kind) && len(o.targets) > 0 {
+		o.served = d.x.coll.WatchServed(time.Since(d.x.base), o.targets)
+	}
 	if err := o.undo(d.ctx); err != nil {
 		o.err = err
+		if o.served != nil {
+			o.served.Stop()
+			o.served = nil
+		}
 		log.Warn("fault not recovered", "err", err)
 		return
 	}
 	o.recovered = time.Now()
+	if o.served != nil {
+		o.served.Fix(o.recovered.Sub(d.x.base))
+	}
 	if takesDown {
 		d.x.expectDown(o.targets, -1)
 	}
@@ -208,7 +221,17 @@ func occurrence(id string) int {
 // downKind reports whether a fault kind makes its targets' processes exit.
 func downKind(kind string) bool {
 	switch kind {
-	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart:
+	case plan.FaultKill, plan.FaultStop, plan.FaultRestart:
+		return true
+	}
+	return false
+}
+
+// removesKind reports whether a fault kind keeps its targets from
+// answering clients until it is undone.
+func removesKind(kind string) bool {
+	switch kind {
+	case plan.FaultKill, plan.FaultStop, plan.FaultRestart, plan.FaultPause, plan.FaultPartition:
 		return true
 	}
 	return false
@@ -293,12 +316,12 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 	applied := o.applied.Sub(x.base)
 	f.AppliedMS = msPtr(applied)
 	f.LagMS = msPtr(applied - o.spec.Start.D())
-	if !o.recovered.IsZero() && (o.spec.Duration > 0 || o.spec.Kind == dsl.FaultRestart) {
+	if !o.recovered.IsZero() && (o.spec.Duration > 0 || o.spec.Kind == plan.FaultRestart) {
 		f.RecoveredMS = msPtr(o.recovered.Sub(x.base))
 	}
 	// A leader the fault took away does not count as the new one.
 	excluded := 0
-	if o.spec.Kind != dsl.FaultDisk && o.spec.Kind != dsl.FaultNetwork && slices.Contains(o.targets, o.leader) {
+	if o.spec.Kind != plan.FaultDisk && o.spec.Kind != plan.FaultNetwork && slices.Contains(o.targets, o.leader) {
 		excluded = o.leader
 	}
 	if dl, ok := x.coll.Leader().FirstLeaderAfter(applied, excluded); ok {
@@ -316,6 +339,9 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 		start, end := x.coll.LongestWriteGap(last, first)
 		f.Unavailable = &results.Window{StartMS: results.MS(start), EndMS: results.MS(end)}
 	}
+	if f.RecoveredMS != nil && o.served != nil {
+		d.measureServed(f, o)
+	}
 	if o.active == nil {
 		return
 	}
@@ -328,6 +354,25 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 		if s.ThrottleBPS > 0 && s.ThrottledBytes == 0 {
 			f.Disk.ThrottleNote = "throttle not effective: no write was charged to the throttled nodes (cgroup v1 charges only writes a process submits itself, not page-cache writeback)"
 		}
+	}
+}
+
+// measureServed records when each target answered clients again after
+// the fault was undone. A target that answered no client before the fault
+// (no workload sends to it, or its store's client cannot tell) is left
+// out: its silence after says nothing.
+func (d *faultDriver) measureServed(f *results.Failover, o *faultOcc) {
+	x := d.x
+	recovered := o.recovered.Sub(x.base)
+	for _, t := range o.targets {
+		if !x.coll.ServedBefore(t, o.applied.Sub(x.base)) {
+			continue
+		}
+		s := results.NodeServed{Node: x.nodes[t-1].Name()}
+		if first, ok := o.served.FirstServed(t); ok {
+			s.TimeToServeMS = msPtr(first - recovered)
+		}
+		f.Served = append(f.Served, s)
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 // These tests run real 3-node etcd clusters with faults injected along the
@@ -105,7 +106,7 @@ func failover(t *testing.T, p *results.Phase, n int) []results.Failover {
 		// A graceful stop takes effect when the node has exited, which
 		// etcd takes about a second to do; the rest act at once.
 		limit := 500.0
-		if f.Kind == dsl.FaultStop || f.Kind == dsl.FaultRestart {
+		if f.Kind == plan.FaultStop || f.Kind == plan.FaultRestart {
 			limit = 5000
 		}
 		if f.LagMS != nil && *f.LagMS > limit {
@@ -196,7 +197,7 @@ phase "after" {
 		t.Errorf("no leader for %.0f ms, want 0", p.NoLeaderMS)
 	}
 	for class, n := range p.Total.ErrorsBy {
-		if class != dsl.ErrTimeout && n > 0 {
+		if class != plan.ErrTimeout && n > 0 {
 			t.Errorf("%d %s errors: only requests stuck on the paused member may fail, by timeout", n, class)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/fabric/shaper"
+	"github.com/coordlab/scenario/plan"
 )
 
 // observerHost is the runner's own host in a fabric: the leader poller,
@@ -22,19 +22,19 @@ const observerHost = "observer"
 func clientHost(r string) string { return "client-" + r }
 
 // needsFabric reports whether a plan shapes or cuts the network.
-func needsFabric(p *dsl.Plan) bool {
+func needsFabric(p *plan.Plan) bool {
 	if p.Network.Shaped() {
 		return true
 	}
 	for _, e := range p.Events {
-		if e.Kind == dsl.EventFaultInject && netKind(e.Fault.Kind) {
+		if e.Kind == plan.EventFaultInject && netKind(e.Fault.Kind) {
 			return true
 		}
 	}
 	return false
 }
 
-func netKind(kind string) bool { return kind == dsl.FaultNetwork || kind == dsl.FaultPartition }
+func netKind(kind string) bool { return kind == plan.FaultNetwork || kind == plan.FaultPartition }
 
 // netHost is a fabric host as the link policy sees it.
 type netHost struct {
@@ -46,16 +46,16 @@ type netHost struct {
 
 // netFault is a network or partition fault in effect.
 type netFault struct {
-	spec    dsl.FaultSpec
+	spec    plan.FaultSpec
 	targets []int // resolved nodes, for faults with a target
 }
 
 // fabricHosts lists a plan's hosts: its nodes, one client host per region
 // that has workloads, and the observer.
-func fabricHosts(p *dsl.Plan, c dsl.ClusterSpec) []netHost {
+func fabricHosts(p *plan.Plan, c plan.ClusterSpec) []netHost {
 	var hs []netHost
 	for i, r := range c.Placement {
-		hs = append(hs, netHost{name: dsl.NodeName(i + 1), region: r, node: i + 1})
+		hs = append(hs, netHost{name: plan.NodeName(i + 1), region: r, node: i + 1})
 	}
 	seen := map[string]bool{}
 	for _, w := range p.Workloads {
@@ -70,7 +70,7 @@ func fabricHosts(p *dsl.Plan, c dsl.ClusterSpec) []netHost {
 // linkPolicy computes every ordered pair's shaping from the plan's network
 // and the faults in effect. It is pure: the same inputs give the same
 // links.
-func linkPolicy(hosts []netHost, n dsl.NetworkSpec, active []netFault) [][]shaper.Link {
+func linkPolicy(hosts []netHost, n plan.NetworkSpec, active []netFault) [][]shaper.Link {
 	out := make([][]shaper.Link, len(hosts))
 	for i, a := range hosts {
 		out[i] = make([]shaper.Link, len(hosts))
@@ -80,14 +80,17 @@ func linkPolicy(hosts []netHost, n dsl.NetworkSpec, active []netFault) [][]shape
 			}
 			l := regionLink(n, a.region, b.region)
 			for _, f := range active {
-				if f.spec.Kind == dsl.FaultNetwork && networkFaultApplies(f, a, b) {
-					l = override(l, *f.spec.Network)
+				if f.spec.Kind == plan.FaultNetwork && networkFaultApplies(f, a, b) {
+					l.Shaping = l.Over(f.spec.Network.Shaping)
 				}
 			}
-			sl := toShaper(l)
+			sl := fabric.OneWay(l.RTT.D(), l.Jitter.D(), l.Loss, l.Bandwidth)
 			for _, f := range active {
-				if f.spec.Kind == dsl.FaultPartition && partitionCuts(f, a, b) {
+				if f.spec.Kind == plan.FaultPartition && partitionCuts(f, a, b) {
 					sl.Down = true
+					// A drop anywhere makes the pair silent; reject only
+					// when every cut on it rejects.
+					sl.Reject = f.spec.Partition.Mode == plan.PartitionReject && (sl.Reject || !cutBefore(active, f, a, b))
 				}
 			}
 			out[i][j] = sl
@@ -98,46 +101,19 @@ func linkPolicy(hosts []netHost, n dsl.NetworkSpec, active []netFault) [][]shape
 
 // regionLink is the declared link between two regions: a link block naming
 // both (in either order), else the default link. Two hosts of one region
-// are a pair like any other: the default applies between them unless a
-// link names the region twice.
-func regionLink(n dsl.NetworkSpec, a, b string) dsl.LinkSpec {
+// (a client and the member beside it) get a link naming the region twice,
+// else the within link, which is unshaped unless declared: "default" reads
+// as "between regions", so it never puts its RTT between neighbours.
+func regionLink(n plan.NetworkSpec, a, b string) plan.LinkSpec {
 	for _, l := range n.Links {
 		if (l.A == a && l.B == b) || (l.A == b && l.B == a) {
 			return l
 		}
 	}
+	if a == b {
+		return n.Within
+	}
 	return n.Default
-}
-
-// override replaces the fields a network fault sets; the others keep the
-// declared link's values, so a fault adding loss keeps the RTT.
-func override(l dsl.LinkSpec, e dsl.NetworkEffect) dsl.LinkSpec {
-	if e.RTT > 0 {
-		l.RTT = e.RTT
-	}
-	if e.Jitter > 0 {
-		l.Jitter = e.Jitter
-	}
-	if e.Loss > 0 {
-		l.Loss = e.Loss
-	}
-	if e.Bandwidth > 0 {
-		l.Bandwidth = e.Bandwidth
-	}
-	return l
-}
-
-// toShaper turns a round-trip link into one direction's shaping: half the
-// RTT each way; jitter split so that round trips vary with a standard
-// deviation of the declared jitter; loss and bandwidth apply to each
-// direction.
-func toShaper(l dsl.LinkSpec) shaper.Link {
-	return shaper.Link{
-		Delay:  l.RTT.D() / 2,
-		Jitter: fabric.JitterPerDirection(l.Jitter.D()),
-		Loss:   l.Loss / 100,
-		Rate:   l.Bandwidth,
-	}
 }
 
 func networkFaultApplies(f netFault, a, b netHost) bool {
@@ -149,6 +125,20 @@ func networkFaultApplies(f netFault, a, b netHost) bool {
 		return slices.Contains(f.targets, a.node) || slices.Contains(f.targets, b.node)
 	}
 	return true
+}
+
+// cutBefore reports whether a partition listed before f in active also
+// cuts a from b.
+func cutBefore(active []netFault, f netFault, a, b netHost) bool {
+	for _, g := range active {
+		if g.spec.ID == f.spec.ID {
+			return false
+		}
+		if g.spec.Kind == plan.FaultPartition && partitionCuts(g, a, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // partitionCuts reports whether f drops traffic from a to b. Direction is
@@ -164,9 +154,9 @@ func partitionCuts(f netFault, a, b netHost) bool {
 		return true
 	}
 	switch f.spec.Partition.Direction {
-	case dsl.DirectionTo:
+	case plan.DirectionTo:
 		return gb == 0
-	case dsl.DirectionFrom:
+	case plan.DirectionFrom:
 		return ga == 0
 	}
 	return true
@@ -196,55 +186,61 @@ func partitionGroup(f netFault, h netHost) int {
 type network struct {
 	fab   *fabric.Fabric
 	hosts []netHost
-	spec  dsl.NetworkSpec
+	spec  plan.NetworkSpec
 
 	mu     sync.Mutex
 	active []netFault
 	links  [][]shaper.Link // as last applied
 }
 
-func newNetwork(fab *fabric.Fabric, hosts []netHost, spec dsl.NetworkSpec) *network {
+func newNetwork(ctx context.Context, fab *fabric.Fabric, hosts []netHost, spec plan.NetworkSpec) (*network, error) {
 	n := &network{fab: fab, hosts: hosts, spec: spec}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.applyLocked()
-	return n
+	return n, n.applyLocked(ctx)
 }
 
-// applyLocked recomputes every link and changes those that differ.
-func (n *network) applyLocked() {
+// applyLocked recomputes every link and changes those that differ, all at
+// once.
+func (n *network) applyLocked(ctx context.Context) error {
 	next := linkPolicy(n.hosts, n.spec, n.active)
 	fh := n.fab.Hosts()
+	var changes []fabric.LinkChange
 	for i := range next {
 		for j := range next[i] {
 			if i == j || (n.links != nil && n.links[i][j] == next[i][j]) {
 				continue
 			}
-			n.fab.SetLink(fh[i], fh[j], next[i][j])
+			changes = append(changes, fabric.LinkChange{From: fh[i], To: fh[j], Link: next[i][j]})
 		}
 	}
+	if err := n.fab.SetLinks(ctx, changes); err != nil {
+		return err
+	}
 	n.links = next
+	return nil
 }
 
 // inject puts f into effect and returns when every link reflects it, and
 // the function that takes it out again.
-func (n *network) inject(f dsl.FaultSpec, targets []int) (time.Time, func(context.Context) error) {
+func (n *network) inject(ctx context.Context, f plan.FaultSpec, targets []int) (time.Time, func(context.Context) error, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	nf := netFault{spec: f, targets: targets}
 	n.active = append(n.active, nf)
-	n.applyLocked()
+	if err := n.applyLocked(ctx); err != nil {
+		return time.Time{}, nil, err
+	}
 	applied := time.Now()
-	return applied, func(context.Context) error {
+	return applied, func(ctx context.Context) error {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		n.active = slices.DeleteFunc(n.active, func(a netFault) bool { return a.spec.ID == f.ID })
-		n.applyLocked()
-		return nil
-	}
+		return n.applyLocked(ctx)
+	}, nil
 }
 
 // describe says how the plan's links were realised, for the run's notes.
 func (n *network) describe() string {
-	return fmt.Sprintf("%d hosts in network namespaces, shaped by %s", len(n.hosts), fabric.Backend)
+	return fmt.Sprintf("%d hosts in network namespaces, shaped by %s", len(n.hosts), n.fab.Backend())
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/coordlab/scenario/fabric"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // geoCluster places three etcd nodes in three regions with a declared RTT
@@ -24,7 +24,7 @@ cluster "main" {
 }
 
 network {
-  default {
+  within {
     rtt = "1ms"
   }
   link "us-east" "eu-west" {

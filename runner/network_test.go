@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/fabric/shaper"
+	"github.com/coordlab/scenario/plan"
 )
 
 func TestLinkPolicy(t *testing.T) {
-	ms := func(n int) dsl.Duration { return dsl.Duration(time.Duration(n) * time.Millisecond) }
+	ms := func(n int) plan.Duration { return plan.Duration(time.Duration(n) * time.Millisecond) }
 	hosts := []netHost{
 		{name: "n1", region: "east", node: 1},
 		{name: "n2", region: "east", node: 2},
@@ -19,19 +19,20 @@ func TestLinkPolicy(t *testing.T) {
 		{name: observerHost, observer: true},
 	}
 	const n1, n2, n3, ce, obs = 0, 1, 2, 3, 4
-	network := dsl.NetworkSpec{
-		Default: dsl.LinkSpec{RTT: ms(100)},
-		Links:   []dsl.LinkSpec{{A: "west", B: "east", RTT: ms(40), Jitter: ms(10), Loss: 1, Bandwidth: 10e6}},
+	network := plan.NetworkSpec{
+		Default: plan.LinkSpec{Shaping: plan.Shaping{RTT: ms(100)}},
+		Within:  plan.LinkSpec{Shaping: plan.Shaping{RTT: ms(2)}},
+		Links:   []plan.LinkSpec{{A: "west", B: "east", Shaping: plan.Shaping{RTT: ms(40), Jitter: ms(10), Loss: 1, Bandwidth: 10e6}}},
 	}
-	local := shaper.Link{Delay: 50 * time.Millisecond}
+	local := shaper.Link{Delay: time.Millisecond}
 	eastWest := shaper.Link{Delay: 20 * time.Millisecond, Jitter: fabric.JitterPerDirection(10 * time.Millisecond), Loss: 0.01, Rate: 10e6}
-	fault := func(kind string, mod func(*dsl.FaultSpec), targets ...int) netFault {
-		f := dsl.FaultSpec{ID: kind, Kind: kind}
+	fault := func(kind string, mod func(*plan.FaultSpec), targets ...int) netFault {
+		f := plan.FaultSpec{ID: kind, Kind: kind}
 		switch kind {
-		case dsl.FaultNetwork:
-			f.Network = &dsl.NetworkEffect{}
-		case dsl.FaultPartition:
-			f.Partition = &dsl.PartitionSpec{Direction: dsl.DirectionBoth}
+		case plan.FaultNetwork:
+			f.Network = &plan.NetworkEffect{}
+		case plan.FaultPartition:
+			f.Partition = &plan.PartitionSpec{Direction: plan.DirectionBoth}
 		}
 		mod(&f)
 		return netFault{spec: f, targets: targets}
@@ -51,7 +52,7 @@ func TestLinkPolicy(t *testing.T) {
 		},
 		{
 			name: "a network fault between regions overrides only what it sets",
-			active: []netFault{fault(dsl.FaultNetwork, func(f *dsl.FaultSpec) {
+			active: []netFault{fault(plan.FaultNetwork, func(f *plan.FaultSpec) {
 				f.Network.Between, f.Network.Loss = []string{"east", "west"}, 50
 			})},
 			want: map[pair]shaper.Link{
@@ -61,7 +62,7 @@ func TestLinkPolicy(t *testing.T) {
 		},
 		{
 			name: "a network fault on a node shapes every path of that node",
-			active: []netFault{fault(dsl.FaultNetwork, func(f *dsl.FaultSpec) {
+			active: []netFault{fault(plan.FaultNetwork, func(f *plan.FaultSpec) {
 				f.Network.RTT = ms(200)
 			}, 2)},
 			want: map[pair]shaper.Link{
@@ -71,17 +72,28 @@ func TestLinkPolicy(t *testing.T) {
 		},
 		{
 			name:   "isolating a node cuts it from nodes and clients, not from the observer",
-			active: []netFault{fault(dsl.FaultPartition, func(*dsl.FaultSpec) {}, 1)},
+			active: []netFault{fault(plan.FaultPartition, func(*plan.FaultSpec) {}, 1)},
 			want: map[pair]shaper.Link{
 				{n1, n2}: withDown(local), {n2, n1}: withDown(local), {ce, n1}: withDown(local),
 				{n3, n1}: withDown(eastWest), {n2, n3}: eastWest, {obs, n1}: {}, {n1, obs}: {},
 			},
 		},
 		{
+			name: "a rejecting partition answers; a drop on the same pair keeps it silent",
+			active: []netFault{
+				fault(plan.FaultPartition, func(f *plan.FaultSpec) { f.Partition.Mode = plan.PartitionReject }, 1),
+				fault(plan.FaultPartition, func(f *plan.FaultSpec) { f.ID = "second"; f.Partition.Mode = plan.PartitionDrop }, 3),
+			},
+			want: map[pair]shaper.Link{
+				{n2, n1}: withReject(local), {ce, n1}: withReject(local), {n2, n3}: withDown(eastWest),
+				{n1, n3}: withDown(eastWest),
+			},
+		},
+		{
 			name: "region groups, direction to: only traffic into the first group is dropped",
-			active: []netFault{fault(dsl.FaultPartition, func(f *dsl.FaultSpec) {
-				f.Partition.Groups = [][]dsl.Member{{{Region: "west"}}, {{Region: "east"}}}
-				f.Partition.Direction = dsl.DirectionTo
+			active: []netFault{fault(plan.FaultPartition, func(f *plan.FaultSpec) {
+				f.Partition.Groups = [][]plan.Member{{{Region: "west"}}, {{Region: "east"}}}
+				f.Partition.Direction = plan.DirectionTo
 			})},
 			want: map[pair]shaper.Link{
 				{n1, n3}: withDown(eastWest), {ce, n3}: withDown(eastWest), {n3, n1}: eastWest, {n1, n2}: local,
@@ -89,15 +101,29 @@ func TestLinkPolicy(t *testing.T) {
 		},
 		{
 			name: "node groups, direction from; hosts in no group keep talking",
-			active: []netFault{fault(dsl.FaultPartition, func(f *dsl.FaultSpec) {
-				f.Partition.Groups = [][]dsl.Member{{{Node: 1}}, {{Node: 2}}}
-				f.Partition.Direction = dsl.DirectionFrom
+			active: []netFault{fault(plan.FaultPartition, func(f *plan.FaultSpec) {
+				f.Partition.Groups = [][]plan.Member{{{Node: 1}}, {{Node: 2}}}
+				f.Partition.Direction = plan.DirectionFrom
 			})},
 			want: map[pair]shaper.Link{
 				{n1, n2}: withDown(local), {n2, n1}: local, {n1, n3}: eastWest, {ce, n1}: local,
 			},
 		},
 	}
+	t.Run("the default is between regions only; within one, unshaped unless declared", func(t *testing.T) {
+		only := plan.NetworkSpec{Default: plan.LinkSpec{Shaping: plan.Shaping{RTT: ms(100)}}}
+		got := linkPolicy(hosts, only, nil)
+		if g := got[ce][n1]; g != (shaper.Link{}) {
+			t.Errorf("client-east -> n1 (both east): %+v, want unshaped", g)
+		}
+		if g := got[ce][n3]; g != (shaper.Link{Delay: 50 * time.Millisecond}) {
+			t.Errorf("client-east -> n3 (west): %+v, want the default", g)
+		}
+		only.Links = []plan.LinkSpec{{A: "east", B: "east", Shaping: plan.Shaping{RTT: ms(6)}}}
+		if g := linkPolicy(hosts, only, nil)[n1][n2]; g != (shaper.Link{Delay: 3 * time.Millisecond}) {
+			t.Errorf("n1 -> n2 with link east-east: %+v, want it", g)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := linkPolicy(hosts, network, tt.active)
@@ -112,5 +138,10 @@ func TestLinkPolicy(t *testing.T) {
 
 func withDown(l shaper.Link) shaper.Link {
 	l.Down = true
+	return l
+}
+
+func withReject(l shaper.Link) shaper.Link {
+	l.Down, l.Reject = true, true
 	return l
 }

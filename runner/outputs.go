@@ -5,15 +5,15 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/coordlab/scenario/report"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // JUnitFile is the name of the JUnit report in the output directory.
 const JUnitFile = "junit.xml"
 
 // writeOutputs writes results.json, junit.xml, the per-op HdrHistogram
-// interval logs (hlog/<workload>.<op>.hlog) and report.html into OutDir.
+// interval logs (hlog/<workload>.<op>.hlog) and, with Options.Report, a
+// report into OutDir.
 func (x *execution) writeOutputs(res *results.Results) error {
 	dir := x.opts.OutDir
 	if dir == "" {
@@ -29,12 +29,14 @@ func (x *execution) writeOutputs(res *results.Results) error {
 	// The report is drawn before results.json is written so that a failure
 	// to draw it is noted there; the report is a convenience, and never
 	// fails a run whose numbers are sound.
-	if err := report.WriteFile(filepath.Join(dir, report.FileName), res, hlogDir); err != nil {
-		x.log.Warn("report not written", "err", err)
-		if res.Notes == nil {
-			res.Notes = map[string]string{}
+	if x.opts.Report != nil {
+		if err := x.opts.Report(dir, res, hlogDir); err != nil {
+			x.log.Warn("report not written", "err", err)
+			if res.Notes == nil {
+				res.Notes = map[string]string{}
+			}
+			res.Notes["report"] = err.Error()
 		}
-		res.Notes["report"] = err.Error()
 	}
 	if err := results.Write(dir, res); err != nil {
 		return fmt.Errorf("write results: %w", err)

@@ -7,10 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/fabric"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
-	"github.com/coordlab/scenario/runner/results"
 	"github.com/coordlab/scenario/runner/workload"
 )
 
@@ -55,7 +54,7 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	var loads sync.WaitGroup
 	loadErrs := make(chan error, len(x.plan.Events))
 	for _, ev := range x.plan.Events {
-		if ev.Kind != dsl.EventLoad {
+		if ev.Kind != plan.EventLoad {
 			continue
 		}
 		eng, l := x.engines[ev.Load.Workload], *ev.Load
@@ -131,12 +130,12 @@ func (x *execution) walk(ctx context.Context, stop context.CancelFunc) error {
 			return err
 		}
 		switch ev.Kind {
-		case dsl.EventPhaseStart:
+		case plan.EventPhaseStart:
 			x.mu.Lock()
 			x.phase = ev.Phase
 			x.mu.Unlock()
 			x.log.Info("phase starts", "phase", ev.Phase, "at", ev.At)
-		case dsl.EventPhaseEnd:
+		case plan.EventPhaseEnd:
 			ended = append(ended, ev.Phase)
 			if x.opts.AbortOnFail {
 				if failed := x.abortingCheck(ended); failed != "" {
@@ -147,9 +146,9 @@ func (x *execution) walk(ctx context.Context, stop context.CancelFunc) error {
 					return nil
 				}
 			}
-		case dsl.EventFaultInject:
+		case plan.EventFaultInject:
 			x.faults.inject(ev)
-		case dsl.EventFaultRecover:
+		case plan.EventFaultRecover:
 			x.faults.recoverAt(ev)
 		}
 	}
@@ -242,6 +241,7 @@ func (x *execution) watchNodes(ctx context.Context) {
 func (x *execution) describe(res *results.Results, finished time.Time) {
 	res.RunID = x.proc.ID()
 	res.Scenario = x.plan.Scenario
+	res.Description = x.plan.Description
 	res.ScenarioFile = x.opts.ScenarioFile
 	res.Started = x.base
 	res.Finished = finished
@@ -251,7 +251,7 @@ func (x *execution) describe(res *results.Results, finished time.Time) {
 		res.Seeds["workload."+w.Name] = w.Seed
 	}
 	for _, e := range x.plan.Events {
-		if e.Kind == dsl.EventFaultInject && e.Fault.Target.Seed != 0 {
+		if e.Kind == plan.EventFaultInject && e.Fault.Target.Seed != 0 {
 			res.Seeds["fault."+e.Fault.ID] = e.Fault.Target.Seed
 		}
 	}
@@ -265,10 +265,14 @@ func (x *execution) describe(res *results.Results, finished time.Time) {
 	res.Backend["network"] = "loopback"
 	if x.fab != nil {
 		res.Backend["network"] = "namespaces"
-		res.Backend["shaper"] = fabric.Backend
+		res.Backend["shaper"] = x.fab.Backend()
 		res.Seeds["network"] = networkSeed(x.plan)
 	}
 	res.Backend["store"] = x.cluster.Store + " " + x.cluster.Version
+	res.Clients = map[string]map[string]string{}
+	for _, w := range x.plan.Workloads {
+		res.Clients[w.Name] = x.drv.clientSettings(w.Client)
+	}
 	if res.Notes == nil {
 		res.Notes = map[string]string{}
 	}

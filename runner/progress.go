@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // progress reports the run as it goes: one line redrawn every second on a

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/images"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/container"
 	"github.com/coordlab/scenario/runner/metrics"
 )
@@ -29,16 +29,16 @@ type node interface {
 
 // withProvider returns plan with every cluster run by provider, or plan
 // itself when provider is "".
-func withProvider(plan *dsl.Plan, provider string) (*dsl.Plan, error) {
+func withProvider(pl *plan.Plan, provider string) (*plan.Plan, error) {
 	switch provider {
 	case "":
-		return plan, nil
-	case dsl.ProviderProcess, dsl.ProviderDocker:
+		return pl, nil
+	case plan.ProviderProcess, plan.ProviderDocker:
 	default:
-		return nil, &UnsupportedError{Features: []string{fmt.Sprintf("provider %q (want %q or %q)", provider, dsl.ProviderProcess, dsl.ProviderDocker)}}
+		return nil, &UnsupportedError{Features: []string{fmt.Sprintf("provider %q (want %q or %q)", provider, plan.ProviderProcess, plan.ProviderDocker)}}
 	}
-	p := *plan
-	p.Clusters = slices.Clone(plan.Clusters)
+	p := *pl
+	p.Clusters = slices.Clone(pl.Clusters)
 	for i := range p.Clusters {
 		p.Clusters[i].Provider = provider
 	}
@@ -46,7 +46,7 @@ func withProvider(plan *dsl.Plan, provider string) (*dsl.Plan, error) {
 }
 
 // docker reports whether the cluster runs in containers.
-func (x *execution) docker() bool { return x.cluster.Provider == dsl.ProviderDocker }
+func (x *execution) docker() bool { return x.cluster.Provider == plan.ProviderDocker }
 
 // install returns how to launch the cluster's nodes: the store's server on
 // this machine, or in its image.
@@ -83,7 +83,7 @@ func (x *execution) startSandboxes(ctx context.Context) error {
 	errs := make([]error, x.cluster.Nodes)
 	var wg sync.WaitGroup
 	for i := range x.cluster.Nodes {
-		name := dsl.NodeName(i + 1)
+		name := plan.NodeName(i + 1)
 		wg.Go(func() {
 			dataDir, logPath := x.proc.NodeDir(name)
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {

@@ -15,14 +15,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/checker"
 	"github.com/coordlab/scenario/runner/container"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
-	"github.com/coordlab/scenario/runner/results"
 	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
 )
@@ -56,17 +56,26 @@ type Options struct {
 	// for overhead measurements: NetworkEngaged as a shaped run uses it,
 	// every packet queued through the shaper's per-pair scheduler;
 	// NetworkDirect with packets on unshaped links written straight from
-	// the reader instead. "" leaves the choice to the plan.
+	// the reader instead. NetworkKernel builds the kernel reference
+	// instead of the shaper (veth links to a bridge, partitions by
+	// iptables; no shaping), to check the shaper's faults against. ""
+	// leaves the choice to the plan.
 	Network string
-	// Provider runs every cluster with this provider (dsl.ProviderProcess
-	// or dsl.ProviderDocker) whatever the plan says; "" keeps the plan's.
+	// Provider runs every cluster with this provider (plan.ProviderProcess
+	// or plan.ProviderDocker) whatever the plan says; "" keeps the plan's.
 	Provider string
+	// Report, if set, draws a report of the results into OutDir (the CLI
+	// passes report.WriteInto) before results.json is written, from the
+	// interval logs in hlogDir. Its failure is noted in the results, not
+	// returned: a report is a convenience.
+	Report func(dir string, res *results.Results, hlogDir string) error
 }
 
 // Values of Options.Network.
 const (
 	NetworkEngaged = "engaged"
 	NetworkDirect  = "direct"
+	NetworkKernel  = "kernel"
 )
 
 const (
@@ -91,13 +100,16 @@ const (
 // the run was interrupted; a failed check is not an error (see
 // results.Results.Passed). Every process and directory the run created is
 // removed before Run returns, unless opts.Keep.
-func Run(ctx context.Context, plan *dsl.Plan, opts Options) (*results.Results, error) {
-	plan, err := withProvider(plan, opts.Provider)
+func Run(ctx context.Context, pl *plan.Plan, opts Options) (*results.Results, error) {
+	pl, err := withProvider(pl, opts.Provider)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSupported(plan, fabric.Available); err != nil {
+	if err := checkSupported(pl, fabric.Available); err != nil {
 		return nil, err
+	}
+	if opts.Network == NetworkKernel && pl.Network.Shaped() {
+		return nil, &UnsupportedError{Features: []string{"link shaping on the kernel reference network (it only cuts links: this kernel has no netem)"}}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -108,17 +120,17 @@ func Run(ctx context.Context, plan *dsl.Plan, opts Options) (*results.Results, e
 	if opts.StateDir == "" {
 		opts.StateDir = process.DefaultStateDir()
 	}
-	x := &execution{plan: plan, opts: opts, log: opts.Logger, cluster: plan.Clusters[0]}
+	x := &execution{plan: pl, opts: opts, log: opts.Logger, cluster: pl.Clusters[0]}
 	x.drv = driverFor(x.cluster.Store)
 	return x.run(ctx)
 }
 
 // execution is the state of one Run.
 type execution struct {
-	plan    *dsl.Plan
+	plan    *plan.Plan
 	opts    Options
 	log     *slog.Logger
-	cluster dsl.ClusterSpec
+	cluster plan.ClusterSpec
 	drv     driver
 
 	proc      *process.Run
@@ -260,20 +272,23 @@ func (x *execution) startFabric(ctx context.Context) error {
 		// measured faster for etcd than writing from the reader (put
 		// throughput 0.81-0.88 of loopback engaged, 0.72-0.84 direct).
 		Engage: x.opts.Network != NetworkDirect,
+		Kernel: x.opts.Network == NetworkKernel,
 		Logger: x.log,
 	})
 	if err != nil {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))
 	}
 	x.fab = fab
-	x.net = newNetwork(fab, hosts, x.plan.Network)
+	if x.net, err = newNetwork(ctx, fab, hosts, x.plan.Network); err != nil {
+		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))
+	}
 	fmt.Fprintf(x.opts.Progress, "network: %s\n", x.net.describe())
 	return nil
 }
 
 // networkSeed seeds the shaper's loss and jitter draws from the plan, so a
 // rerun draws the same.
-func networkSeed(p *dsl.Plan) int64 {
+func networkSeed(p *plan.Plan) int64 {
 	var seed int64 = 1
 	for _, w := range p.Workloads {
 		seed = seed*31 + w.Seed

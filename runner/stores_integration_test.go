@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores/zookeeper"
 )
 
@@ -21,7 +21,7 @@ type storeCase struct {
 
 var storeCases = []storeCase{
 	{
-		store: dsl.StoreZooKeeper,
+		store: plan.StoreZooKeeper,
 		cluster: `
 cluster "main" {
   store = "zookeeper"
@@ -38,7 +38,7 @@ cluster "main" {
 		leaderBy: 5000, writeGapBy: 6000,
 	},
 	{
-		store: dsl.StoreConsul,
+		store: plan.StoreConsul,
 		cluster: `
 cluster "main" {
   store = "consul"
@@ -71,7 +71,7 @@ workload "writer" {
 // storeWorkloads is a writer reading in the store's strong mode plus one
 // reader per consistency mode.
 func storeWorkloads(store string) (src string, names []string) {
-	modes := dsl.ConsistencyModes(store)
+	modes := plan.ConsistencyModes(store)
 	src = writerWorkload(store)
 	names = append(names, "writer")
 	for _, m := range modes {
@@ -179,7 +179,7 @@ func fmtPtr(v *float64) string {
 // are built from their Go modules on first use.
 func needStore(t *testing.T, store string) {
 	t.Helper()
-	if store != dsl.StoreZooKeeper {
+	if store != plan.StoreZooKeeper {
 		return
 	}
 	if _, err := zookeeper.Find("", ""); err != nil {
@@ -292,7 +292,7 @@ phase "after" {
 				if f.RecoveredMS == nil {
 					t.Errorf("fault %s (%s) was not undone", f.FaultID, f.Kind)
 				}
-				if f.Kind == dsl.FaultDisk && (f.Disk == nil || f.Disk.Writes == 0) {
+				if f.Kind == plan.FaultDisk && (f.Disk == nil || f.Disk.Writes == 0) {
 					t.Errorf("fault %s: the disk contender wrote nothing: %+v", f.FaultID, f.Disk)
 				}
 				t.Logf("%s on %v: applied %s ms, first write after %s ms", f.Kind, f.Targets, fmtPtr(f.AppliedMS), fmtPtr(f.TimeToWriteMS))

@@ -3,15 +3,15 @@ package runner
 import (
 	"fmt"
 
-	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/plan"
 )
 
 // faultImplemented reports whether the runner can inject a fault kind.
 func faultImplemented(kind string) bool {
 	switch kind {
-	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart, dsl.FaultPause, dsl.FaultDisk,
-		dsl.FaultNetwork, dsl.FaultPartition:
+	case plan.FaultKill, plan.FaultStop, plan.FaultRestart, plan.FaultPause, plan.FaultDisk,
+		plan.FaultNetwork, plan.FaultPartition:
 		return true
 	}
 	return false
@@ -21,7 +21,7 @@ func faultImplemented(kind string) bool {
 // of a valid plan that the runner cannot run yet.
 // netAvailable says why network shaping cannot run here (fabric.Available
 // outside tests).
-func checkSupported(p *dsl.Plan, netAvailable func() error) error {
+func checkSupported(p *plan.Plan, netAvailable func() error) error {
 	var missing []string
 	if len(p.Clusters) != 1 {
 		missing = append(missing, fmt.Sprintf("%d clusters in one scenario (one cluster per scenario for now)", len(p.Clusters)))
@@ -32,7 +32,7 @@ func checkSupported(p *dsl.Plan, netAvailable func() error) error {
 		}
 	}
 	for _, e := range p.Events {
-		if e.Kind == dsl.EventFaultInject && e.Fault.Disk != nil && e.Fault.Disk.Throttle > 0 {
+		if e.Kind == plan.EventFaultInject && e.Fault.Disk != nil && e.Fault.Disk.Throttle > 0 {
 			if err := faults.ThrottleAvailable(); err != nil {
 				missing = append(missing, fmt.Sprintf("disk throttle (fault %q): %v", e.Fault.ID, err))
 			}
@@ -46,7 +46,7 @@ func checkSupported(p *dsl.Plan, netAvailable func() error) error {
 	}
 	seen := map[string]bool{}
 	for _, e := range p.Events {
-		if e.Kind != dsl.EventFaultInject || faultImplemented(e.Fault.Kind) || seen[e.Fault.Kind] {
+		if e.Kind != plan.EventFaultInject || faultImplemented(e.Fault.Kind) || seen[e.Fault.Kind] {
 			continue
 		}
 		seen[e.Fault.Kind] = true

@@ -8,7 +8,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // Abandoned reports whether err is the caller giving up: its context ended
@@ -21,8 +21,8 @@ func Abandoned(err error) bool {
 }
 
 // NetworkClass classifies errors from below a store's protocol: a
-// connection refused, reset, closed or unreachable is dsl.ErrConnection, a
-// network timeout dsl.ErrTimeout. It returns "" for anything else, which
+// connection refused, reset, closed or unreachable is plan.ErrConnection, a
+// network timeout plan.ErrTimeout. It returns "" for anything else, which
 // the driver classifies itself.
 func NetworkClass(err error) string {
 	switch {
@@ -31,11 +31,11 @@ func NetworkClass(err error) string {
 		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, net.ErrClosed):
-		return dsl.ErrConnection
+		return plan.ErrConnection
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return dsl.ErrTimeout
+		return plan.ErrTimeout
 	}
 	return ""
 }

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 func TestClassifyShared(t *testing.T) {
@@ -19,14 +19,14 @@ func TestClassifyShared(t *testing.T) {
 		abandoned bool
 		class     string
 	}{
-		{context.DeadlineExceeded, true, dsl.ErrTimeout}, // it is a net.Error that times out
+		{context.DeadlineExceeded, true, plan.ErrTimeout}, // it is a net.Error that times out
 		{fmt.Errorf("put: %w", context.Canceled), true, ""},
-		{os.ErrDeadlineExceeded, true, dsl.ErrTimeout},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false, dsl.ErrConnection},
-		{fmt.Errorf("read: %w", syscall.ECONNRESET), false, dsl.ErrConnection},
-		{syscall.EHOSTUNREACH, false, dsl.ErrConnection},
-		{io.ErrUnexpectedEOF, false, dsl.ErrConnection},
-		{net.ErrClosed, false, dsl.ErrConnection},
+		{os.ErrDeadlineExceeded, true, plan.ErrTimeout},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false, plan.ErrConnection},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), false, plan.ErrConnection},
+		{syscall.EHOSTUNREACH, false, plan.ErrConnection},
+		{io.ErrUnexpectedEOF, false, plan.ErrConnection},
+		{net.ErrClosed, false, plan.ErrConnection},
 		{errors.New("no leader"), false, ""},
 	}
 	for _, tt := range tests {

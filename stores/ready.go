@@ -6,9 +6,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // readyPollInterval paces WaitReady. An election takes a few hundred
@@ -45,7 +46,7 @@ func LeaderAgreement(sts []NodeStatus) string {
 	var silent, leaderless []string
 	leaders := map[int][]string{} // leader named -> nodes naming it
 	for _, s := range sts {
-		name := dsl.NodeName(s.Node)
+		name := plan.NodeName(s.Node)
 		switch {
 		case s.Err != nil:
 			silent = append(silent, fmt.Sprintf("%s did not answer (%v)", name, s.Err))
@@ -63,7 +64,7 @@ func LeaderAgreement(sts []NodeStatus) string {
 	if len(leaders) > 1 {
 		var views []string
 		for _, l := range slices.Sorted(maps.Keys(leaders)) {
-			views = append(views, fmt.Sprintf("%s name %s", strings.Join(leaders[l], ", "), dsl.NodeName(l)))
+			views = append(views, fmt.Sprintf("%s name %s", strings.Join(leaders[l], ", "), plan.NodeName(l)))
 		}
 		reasons = append(reasons, "nodes disagree on the leader: "+strings.Join(views, "; "))
 	}
@@ -74,11 +75,29 @@ func LeaderAgreement(sts []NodeStatus) string {
 		i := slices.IndexFunc(sts, func(s NodeStatus) bool { return s.Node == l })
 		if i < 0 {
 			// A leader outside the poll would be another cluster's node.
-			return fmt.Sprintf("the leader %s is not among the polled nodes", dsl.NodeName(l))
+			return fmt.Sprintf("the leader %s is not among the polled nodes", plan.NodeName(l))
 		}
 		if !sts[i].IsLeader {
-			return fmt.Sprintf("the others name %s leader but it does not say so", dsl.NodeName(l))
+			return fmt.Sprintf("the others name %s leader but it does not say so", plan.NodeName(l))
 		}
 	}
 	return ""
+}
+
+// PollEach calls ask for every node index in [0, n) at once, each with ctx
+// bounded by timeout (if positive), and waits for all of them: the fan-out
+// every driver's status poller shares.
+func PollEach(ctx context.Context, n int, timeout time.Duration, ask func(ctx context.Context, i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			pctx, cancel := ctx, context.CancelFunc(func() {})
+			if timeout > 0 {
+				pctx, cancel = context.WithTimeout(ctx, timeout)
+			}
+			defer cancel()
+			ask(pctx, i)
+		})
+	}
+	wg.Wait()
 }

@@ -1,9 +1,12 @@
 package stores
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestLeaderAgreement(t *testing.T) {
@@ -34,4 +37,30 @@ func TestLeaderAgreement(t *testing.T) {
 			}
 		})
 	}
+}
+
+// PollEach asks every node at once, each bounded by the timeout, and
+// returns when all have answered.
+func TestPollEach(t *testing.T) {
+	var asked [5]atomic.Bool
+	var bounded atomic.Int32
+	PollEach(context.Background(), len(asked), time.Second, func(ctx context.Context, i int) {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= time.Second {
+			bounded.Add(1)
+		}
+		asked[i].Store(true)
+	})
+	for i := range asked {
+		if !asked[i].Load() {
+			t.Errorf("node %d not asked", i)
+		}
+	}
+	if bounded.Load() != int32(len(asked)) {
+		t.Errorf("%d of %d polls had the timeout", bounded.Load(), len(asked))
+	}
+	PollEach(context.Background(), 2, 0, func(ctx context.Context, i int) {
+		if _, ok := ctx.Deadline(); ok {
+			t.Errorf("poll %d has a deadline without a timeout", i)
+		}
+	})
 }

@@ -9,12 +9,12 @@ import (
 	"net"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // Op is one request a workload sends.
 type Op struct {
-	Kind  string // dsl.OpPut, dsl.OpGet, ...
+	Kind  string // plan.OpPut, plan.OpGet, ...
 	Key   string
 	Value []byte // put, txn
 	End   string // range: exclusive end key; empty means a prefix range on Key
@@ -32,11 +32,17 @@ type Result struct {
 	Value []byte // get: the value read
 	Count int    // range: keys returned
 	Err   error
-	Class string // one of dsl.ErrorClasses when Err != nil
+	Class string // one of plan.ErrorClasses when Err != nil
+	// Node is the 1-based index of the member that answered, the one the
+	// client's connection talked to (not the leader it may have forwarded
+	// to); 0 when no member answered or the client cannot tell.
+	Node int
 }
 
 // Client sends operations to one cluster, as one workload's connections.
-// Do is safe for concurrent use. It never retries a failed operation.
+// Do is safe for concurrent use. It retries a failed operation only as the
+// store's client library does, by default or as the workload's client
+// block declares.
 type Client interface {
 	Do(ctx context.Context, op Op) Result
 	Close() error
@@ -81,8 +87,8 @@ type ClientOptions struct {
 	Endpoints   []Endpoint
 	Conns       int
 	Consistency string
-	Timeout     time.Duration // per operation
-	Workload    dsl.WorkloadSpec
+	Timeout     time.Duration // per operation whose context has no deadline of its own (the runner sets one per op)
+	Workload    plan.WorkloadSpec
 }
 
 // DialFunc picks how the client's connections are opened: its own Dial,

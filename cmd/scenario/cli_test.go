@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // updateGolden rewrites testdata/*.golden from what the commands print now:
@@ -90,11 +90,11 @@ func TestPlanJSON(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var p dsl.Plan
+	var p plan.Plan
 	if err := json.Unmarshal([]byte(stdout), &p); err != nil {
 		t.Fatalf("plan --json is not one Plan: %v", err)
 	}
-	if p.Version != dsl.PlanVersion || p.Duration.String() != "1m10s" || len(p.Checks) != 3 {
+	if p.Version != plan.PlanVersion || p.Duration.String() != "1m10s" || len(p.Checks) != 3 {
 		t.Fatalf("decoded plan: version %d, duration %s, %d checks", p.Version, p.Duration, len(p.Checks))
 	}
 	// A sweep prints a list, one plan per point.
@@ -102,7 +102,7 @@ func TestPlanJSON(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var plans []dsl.Plan
+	var plans []plan.Plan
 	if err := json.Unmarshal([]byte(stdout), &plans); err != nil || len(plans) != 7 {
 		t.Fatalf("sweep plan --json: %d plans, %v", len(plans), err)
 	}

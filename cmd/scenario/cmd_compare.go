@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordlab/scenario/compare"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 type compareFlags struct {
@@ -17,6 +17,7 @@ type compareFlags struct {
 	json       bool
 	strict     bool
 	all        bool
+	allowDiff  bool
 }
 
 func newCompareCommand() *cobra.Command {
@@ -36,8 +37,10 @@ Default tolerances (a tolerance allows the larger of its share and its floor):
   *.p999 *.max                      ignore       one request decides them
   *.throughput                      -20%         may drop 20%
   *.availability                    -0.5pt       may drop 0.5 percentage points
+  *.time_availability               -0.5pt       the same, for time-based availability
   *.failover_time *.leader_elected  +60%,250ms   may rise 60%, or 250 ms
   *.max_gap                         +60%,250ms
+  *.rejoin_time                     +60%,1s      clients reconnect after a jittered backoff
   *.error_rate                      +0.5pt       may rise 0.5 percentage points
 These sit above the noise between identical runs on a shared 2-core machine;
 tighten them with --tolerance where runs are quieter.
@@ -50,12 +53,15 @@ them; nor are a single workload's, which equal its phase's.
 PATTERN is a glob over metric paths: '*' matches any characters, dots included
 (phase.*.put.p99, *.p99). SPEC is ignore, or a sign and amounts: +10% (may rise
 10%), -10% (may drop 10%), -0.1pt (percentage points), +20%,100ms (20% or 100 ms,
-whichever is larger), +0. Without a sign, the metric's own bad direction.
+whichever is larger), +0. Without a sign, the metric's own bad direction. A
+tolerance is how much worse a metric may get: a sign against the metric's bad
+direction (*.p99=-10%) is refused, and so is a drop of more than 100%.
 
 Exit codes:
   0  nothing regressed
   1  a metric regressed (or, with --strict, one is missing from NEW)
-  2  a file is unreadable or not a results.json, or a flag is wrong`,
+  2  a file is unreadable or not a results.json, the runs are of different
+     scenario files (without --allow-different-scenarios), or a flag is wrong`,
 		Example: `  scenario compare baseline/results.json results/new/results.json
   scenario compare base.json new.json --tolerance 'phase.failover.*.max=ignore' --tolerance '*.p99=+20%,2ms'
   scenario compare base.json new.json --only 'phase.steady.*' --json`,
@@ -71,11 +77,12 @@ Exit codes:
 	fl.BoolVar(&f.json, "json", false, "print the diff as JSON (every compared metric, with its verdict)")
 	fl.BoolVar(&f.strict, "strict", false, "also fail (exit 1) when a metric of BASE is missing from NEW")
 	fl.BoolVar(&f.all, "all", false, "list every compared metric, not only those beyond their tolerance")
+	fl.BoolVar(&f.allowDiff, "allow-different-scenarios", false, "compare runs of different scenario files (refused otherwise)")
 	return cmd
 }
 
 func runCompare(cmd *cobra.Command, basePath, newPath string, f *compareFlags) error {
-	opts := compare.Options{Only: f.only}
+	opts := compare.Options{Only: f.only, AllowDifferentScenarios: f.allowDiff}
 	for _, s := range f.tolerances {
 		rule, err := compare.ParseRule(s)
 		if err != nil {

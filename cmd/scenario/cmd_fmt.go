@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
+
+	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/internal/safefile"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -25,9 +27,13 @@ if any do. A file with syntax errors is reported and exits 2.`,
 			var unformatted []string
 			var diags hcl.Diagnostics
 			for _, path := range args {
-				src, err := os.ReadFile(path)
+				src, err := dsl.ReadSource(path)
 				if err != nil {
 					return &exitError{code: exitInvalid, err: fmt.Errorf("read %s: %w", path, err)}
+				}
+				if d := dsl.CheckSource(path, src); d.HasErrors() {
+					diags = append(diags, d...)
+					continue
 				}
 				// Format only what parses: hclwrite would otherwise reflow broken input.
 				if _, d := parser.ParseHCL(src, path); d.HasErrors() {
@@ -43,12 +49,11 @@ if any do. A file with syntax errors is reported and exits 2.`,
 					fmt.Fprintln(cmd.OutOrStdout(), path)
 					continue
 				}
-				info, err := os.Stat(path)
-				if err != nil {
+				if err := cmd.Context().Err(); err != nil {
 					return err
 				}
-				if err := os.WriteFile(path, out, info.Mode().Perm()); err != nil {
-					return fmt.Errorf("write %s: %w", path, err)
+				if err := safefile.WriteAtomic(path, out, 0, true); err != nil {
+					return &exitError{code: exitInfra, err: err}
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), path)
 			}

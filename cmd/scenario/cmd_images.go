@@ -53,6 +53,7 @@ debootstrap (apt-get install debootstrap).`,
 					specs = append(specs, s)
 				}
 			}
+			holdResources(cmd.Context())
 			cli, err := images.NewClient()
 			if err != nil {
 				return &exitError{code: exitInfra, err: err}
@@ -131,5 +132,6 @@ debootstrap (apt-get install debootstrap).`,
 			return nil
 		},
 	})
+	refuseUnknownSubcommands(cmd)
 	return cmd
 }

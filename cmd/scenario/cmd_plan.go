@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/spf13/cobra"
 )
 
@@ -54,7 +55,7 @@ per point. --json prints the Plan the runner executes (stable encoding).`,
 }
 
 // writePlanText renders a plan for people.
-func writePlanText(w io.Writer, p *dsl.Plan) {
+func writePlanText(w io.Writer, p *plan.Plan) {
 	fmt.Fprintf(w, "Scenario %s", p.Scenario)
 	if len(p.Point) > 0 {
 		fmt.Fprintf(w, "  [sweep point %s]", dsl.Point(p.Point))
@@ -72,11 +73,17 @@ func writePlanText(w io.Writer, p *dsl.Plan) {
 		fmt.Fprintln(w, "\nNetwork (round-trip times; each direction gets half):")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		if p.Network.Default.Shaped() {
-			fmt.Fprintf(tw, "  default\t%s\n", linkText(p.Network.Default))
+			fmt.Fprintf(tw, "  default (between regions)\t%s\n", linkText(p.Network.Default.Shaping))
 		}
 		for _, l := range p.Network.Links {
-			fmt.Fprintf(tw, "  %s <-> %s\t%s\n", l.A, l.B, linkText(l))
+			fmt.Fprintf(tw, "  %s <-> %s\t%s\n", l.A, l.B, linkText(l.Shaping))
 		}
+		// Always said: a user may expect the default between neighbours.
+		within := "unshaped"
+		if p.Network.Within.Shaped() {
+			within = linkText(p.Network.Within.Shaping)
+		}
+		fmt.Fprintf(tw, "  within a region\t%s\n", within)
 		tw.Flush()
 	}
 
@@ -92,12 +99,12 @@ func writePlanText(w io.Writer, p *dsl.Plan) {
 			preload = ", preload"
 		}
 		from := wl.Region
-		if wl.Endpoints == dsl.EndpointsLocal {
+		if wl.Endpoints == plan.EndpointsLocal {
 			from += " (local members)"
 		}
-		fmt.Fprintf(tw, "  %s\t-> %s from %s\t%s\t%s\t%d keys %s, key %dB, value %s%s\t%d clients / %d conns, timeout %s\n",
+		fmt.Fprintf(tw, "  %s\t-> %s from %s\t%s\t%s\t%d keys %s, key %dB, value %s%s\t%d clients / %d conns, timeout %s, client %s\n",
 			wl.Name, wl.Cluster, from, strings.Join(mix, ", "), wl.Consistency, wl.Keyspace, wl.Distribution,
-			wl.KeySize, dsl.FormatBytes(int64(wl.ValueSize)), preload, wl.Clients, wl.Conns, wl.Timeout)
+			wl.KeySize, plan.FormatBytes(int64(wl.ValueSize)), preload, wl.Clients, wl.Conns, wl.Timeout, wl.Client)
 	}
 	tw.Flush()
 
@@ -125,15 +132,15 @@ func writePlanText(w io.Writer, p *dsl.Plan) {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func placementText(c dsl.ClusterSpec) string {
+func placementText(c plan.ClusterSpec) string {
 	parts := make([]string, len(c.Placement))
 	for i, r := range c.Placement {
-		parts[i] = dsl.NodeName(i+1) + "=" + r
+		parts[i] = plan.NodeName(i+1) + "=" + r
 	}
 	return strings.Join(parts, " ")
 }
 
-func knobText(c dsl.ClusterSpec) string {
+func knobText(c plan.ClusterSpec) string {
 	var parts []string
 	add := func(name string, v any, set bool) {
 		if set {
@@ -144,8 +151,8 @@ func knobText(c dsl.ClusterSpec) string {
 		add("heartbeat_interval", k.HeartbeatInterval, k.HeartbeatInterval > 0)
 		add("election_timeout", k.ElectionTimeout, k.ElectionTimeout > 0)
 		add("snapshot_count", k.SnapshotCount, k.SnapshotCount > 0)
-		add("quota_backend_bytes", dsl.FormatBytes(k.QuotaBackendBytes), k.QuotaBackendBytes > 0)
-		add("max_request_bytes", dsl.FormatBytes(k.MaxRequestBytes), k.MaxRequestBytes > 0)
+		add("quota_backend_bytes", plan.FormatBytes(k.QuotaBackendBytes), k.QuotaBackendBytes > 0)
+		add("max_request_bytes", plan.FormatBytes(k.MaxRequestBytes), k.MaxRequestBytes > 0)
 		add("auto_compaction", k.AutoCompactionMode+":"+k.AutoCompactionRetention, k.AutoCompactionMode != "")
 	}
 	if k := c.ZooKeeper; k != nil {
@@ -154,7 +161,7 @@ func knobText(c dsl.ClusterSpec) string {
 		add("sync_limit", k.SyncLimit, k.SyncLimit > 0)
 		add("snap_count", k.SnapCount, k.SnapCount > 0)
 		add("max_client_cnxns", k.MaxClientCnxns, k.MaxClientCnxns > 0)
-		add("jvm_heap", dsl.FormatBytes(k.JVMHeap), k.JVMHeap > 0)
+		add("jvm_heap", plan.FormatBytes(k.JVMHeap), k.JVMHeap > 0)
 	}
 	if k := c.Consul; k != nil {
 		add("raft_multiplier", k.RaftMultiplier, k.RaftMultiplier > 0)
@@ -170,7 +177,7 @@ func knobText(c dsl.ClusterSpec) string {
 	return strings.Join(parts, " ")
 }
 
-func linkText(l dsl.LinkSpec) string {
+func linkText(l plan.Shaping) string {
 	var parts []string
 	if l.RTT > 0 {
 		parts = append(parts, "rtt "+l.RTT.String())
@@ -182,7 +189,7 @@ func linkText(l dsl.LinkSpec) string {
 		parts = append(parts, fmt.Sprintf("loss %g%%", l.Loss))
 	}
 	if l.Bandwidth > 0 {
-		parts = append(parts, "bandwidth "+dsl.FormatBandwidth(l.Bandwidth))
+		parts = append(parts, "bandwidth "+plan.FormatBandwidth(l.Bandwidth))
 	}
 	if len(parts) == 0 {
 		return "unshaped"
@@ -190,28 +197,28 @@ func linkText(l dsl.LinkSpec) string {
 	return strings.Join(parts, ", ")
 }
 
-func eventText(e dsl.Event, p *dsl.Plan) string {
+func eventText(e plan.Event, p *plan.Plan) string {
 	switch e.Kind {
-	case dsl.EventPhaseStart:
+	case plan.EventPhaseStart:
 		for _, ph := range p.Phases {
 			if ph.Name == e.Phase {
 				return fmt.Sprintf("phase %s starts (%s)", e.Phase, ph.Duration)
 			}
 		}
-	case dsl.EventPhaseEnd:
+	case plan.EventPhaseEnd:
 		return fmt.Sprintf("phase %s ends", e.Phase)
-	case dsl.EventLoad:
+	case plan.EventLoad:
 		return "load " + loadText(e.Load)
-	case dsl.EventFaultInject:
+	case plan.EventFaultInject:
 		return "inject " + faultText(e.Fault)
-	case dsl.EventFaultRecover:
+	case plan.EventFaultRecover:
 		return "recover " + e.Fault.ID + recoverText(e.Fault)
 	}
 	return e.Kind
 }
 
-func loadText(l *dsl.LoadSpec) string {
-	if l.Mode == dsl.LoadOpen {
+func loadText(l *plan.LoadSpec) string {
+	if l.Mode == plan.LoadOpen {
 		if l.RateFrom == l.RateTo {
 			return fmt.Sprintf("%s: open loop %g req/s", l.Workload, l.RateFrom)
 		}
@@ -223,18 +230,17 @@ func loadText(l *dsl.LoadSpec) string {
 	return fmt.Sprintf("%s: closed loop, %d -> %d clients", l.Workload, l.ClientsFrom, l.ClientsTo)
 }
 
-func faultText(f *dsl.FaultSpec) string {
+func faultText(f *plan.FaultSpec) string {
 	s := fmt.Sprintf("%s: %s %s on %s", f.ID, f.Kind, f.Target, f.Cluster)
 	switch {
 	case f.Network != nil:
-		l := dsl.LinkSpec{RTT: f.Network.RTT, Jitter: f.Network.Jitter, Loss: f.Network.Loss, Bandwidth: f.Network.Bandwidth}
 		scope := "every link"
 		if len(f.Network.Between) == 2 {
 			scope = f.Network.Between[0] + " <-> " + f.Network.Between[1]
 		} else if f.Target.Kind != "" {
 			scope = "paths of " + f.Target.String()
 		}
-		s = fmt.Sprintf("%s: network %s: %s", f.ID, scope, linkText(l))
+		s = fmt.Sprintf("%s: network %s: %s", f.ID, scope, linkText(f.Network.Shaping))
 	case f.Partition != nil:
 		if len(f.Partition.Groups) == 0 {
 			s = fmt.Sprintf("%s: partition isolating %s (%s)", f.ID, f.Target, f.Partition.Direction)
@@ -246,7 +252,7 @@ func faultText(f *dsl.FaultSpec) string {
 					if m.Region != "" {
 						ms = append(ms, m.Region)
 					} else {
-						ms = append(ms, dsl.NodeName(m.Node))
+						ms = append(ms, plan.NodeName(m.Node))
 					}
 				}
 				gs = append(gs, "["+strings.Join(ms, ",")+"]")
@@ -256,9 +262,9 @@ func faultText(f *dsl.FaultSpec) string {
 	case f.Disk != nil:
 		rate := "unlimited"
 		if f.Disk.Rate > 0 {
-			rate = dsl.FormatBytes(f.Disk.Rate) + "/s"
+			rate = plan.FormatBytes(f.Disk.Rate) + "/s"
 		}
-		s += fmt.Sprintf(", %s writes of %s x%d, fsync=%t", rate, dsl.FormatBytes(f.Disk.BlockSize), f.Disk.Parallelism, f.Disk.Fsync)
+		s += fmt.Sprintf(", %s writes of %s x%d, fsync=%t", rate, plan.FormatBytes(f.Disk.BlockSize), f.Disk.Parallelism, f.Disk.Fsync)
 	}
 	if f.Duration > 0 {
 		s += fmt.Sprintf(" for %s", f.Duration)
@@ -266,17 +272,17 @@ func faultText(f *dsl.FaultSpec) string {
 	return s
 }
 
-func recoverText(f *dsl.FaultSpec) string {
+func recoverText(f *plan.FaultSpec) string {
 	switch f.Kind {
-	case dsl.FaultKill, dsl.FaultStop, dsl.FaultRestart:
+	case plan.FaultKill, plan.FaultStop, plan.FaultRestart:
 		return " (start node again)"
-	case dsl.FaultPause:
+	case plan.FaultPause:
 		return " (resume)"
-	case dsl.FaultNetwork:
+	case plan.FaultNetwork:
 		return " (restore links)"
-	case dsl.FaultPartition:
+	case plan.FaultPartition:
 		return " (heal)"
-	case dsl.FaultDisk:
+	case plan.FaultDisk:
 		return " (stop contention)"
 	}
 	return ""

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/report"
-	"github.com/coordlab/scenario/runner/results"
 )
 
 func newReportCommand() *cobra.Command {
@@ -27,8 +27,10 @@ without them it is drawn from the percentiles in results.json. RESULTS.json
 may also be a run's output directory. The page goes to --out, by default
 report.html next to the JSON (where the run wrote its own).
 
-Exits 0 when the page was written, 2 when the results cannot be read, 3 when
-the page cannot be written.`,
+--out never replaces RESULTS.json or any other results file.
+
+Exits 0 when the page was written, 2 when the results cannot be read or --out
+would destroy them, 3 when the page cannot be written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return writeReport(cmd.OutOrStdout(), args[0], out)
@@ -49,6 +51,9 @@ func writeReport(stdout io.Writer, path, out string) error {
 	dir := filepath.Dir(path)
 	if out == "" {
 		out = filepath.Join(dir, report.FileName)
+	}
+	if err := results.GuardOutput(out, path); err != nil {
+		return &exitError{code: exitInvalid, err: fmt.Errorf("--out %s: %w", out, err)}
 	}
 	if err := report.WriteFile(out, r, filepath.Join(dir, "hlog")); err != nil {
 		return &exitError{code: exitInfra, err: err}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // savedRun writes a small results.json, as a run leaves it, into a new
@@ -63,6 +63,12 @@ func TestReportCommand(t *testing.T) {
 		{name: "not JSON", args: []string{"report", notJSON}, code: exitInvalid, stderr: "read results " + notJSON},
 		{name: "not a results file", args: []string{"report", noSchema}, code: exitInvalid, stderr: "is this a results.json?"},
 		{name: "no argument", args: []string{"report"}, code: exitInvalid, stderr: "accepts 1 arg"},
+		{name: "--out is the input", args: []string{"report", filepath.Join(dir, "results.json"), "--out", filepath.Join(dir, "results.json")}, code: exitInvalid,
+			stderr: "would overwrite its input"},
+		{name: "--out is the input, named otherwise", args: []string{"report", dir, "--out", filepath.Join(dir, ".", "results.json")}, code: exitInvalid,
+			stderr: "would overwrite its input"},
+		{name: "--out is another run's results", args: []string{"report", dir, "--out", noSchema}, code: exitInvalid,
+			stderr: "would overwrite a run's results"},
 		{name: "unwritable output", args: []string{"report", dir, "--out", filepath.Join(dir, "missing", "r.html")}, code: exitInfra,
 			stderr: "write report"},
 	}

@@ -14,9 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/internal/safefile"
+	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/report"
 	"github.com/coordlab/scenario/runner"
-	"github.com/coordlab/scenario/runner/results"
 )
 
 type runFlags struct {
@@ -28,6 +30,8 @@ type runFlags struct {
 	cacheDir    string
 	provider    string
 	verbose     bool
+	overwrite   bool
+	network     string
 }
 
 func newRunCommand() *cobra.Command {
@@ -49,6 +53,7 @@ comparison.txt and sweep.html.
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			holdResources(cmd.Context())
 			return runScenario(cmd, args[0], &f)
 		},
 	}
@@ -59,12 +64,29 @@ comparison.txt and sweep.html.
 	fl.BoolVar(&f.abortOnFail, "abort-on-fail", false, "stop at the end of the first phase after which a check marked abort_on_fail fails")
 	fl.StringVar(&f.stateDir, "state-dir", "", "where run workspaces live (default $XDG_RUNTIME_DIR/scenario or /tmp/scenario-<uid>)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where store binaries are kept (default $XDG_CACHE_HOME/scenario/stores)")
-	fl.StringVar(&f.provider, "provider", "", "run every cluster as \"process\" or \"docker\" whatever the file says (docker needs `scenario images build` first where no registry is reachable)")
+	fl.StringVar(&f.provider, "provider", "", "run every cluster as \"process\" or \"docker\" whatever the file says (docker needs 'scenario images build' first where no registry is reachable)")
+	fl.BoolVar(&f.overwrite, "overwrite", false, "replace the results of an earlier run in --out (refused otherwise)")
+	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (userspace, shapes and cuts) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
 	return cmd
 }
 
 func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
+	// Everything that can be checked before a cluster starts is checked
+	// first: a mistake found after the timeline has played costs minutes.
+	switch f.provider {
+	case "", plan.ProviderProcess, plan.ProviderDocker:
+	default:
+		return &exitError{code: exitInvalid, err: fmt.Errorf("--provider %q: unknown provider; write %s or %s", f.provider, plan.ProviderProcess, plan.ProviderDocker)}
+	}
+	var network string
+	switch f.network {
+	case "shaper":
+	case runner.NetworkKernel:
+		network = runner.NetworkKernel
+	default:
+		return &exitError{code: exitInvalid, err: fmt.Errorf("--network %q: write shaper or kernel", f.network)}
+	}
 	build, err := loadScenario(cmd, path, &f.vars)
 	if err != nil {
 		return err
@@ -80,19 +102,22 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		out = filepath.Join("results", name+"-"+time.Now().Format("20060102-150405"))
 	}
+	if err := prepareOutDir(out, len(build.Plans) > 1, f.overwrite); err != nil {
+		return &exitError{code: exitInvalid, err: fmt.Errorf("--out %s: %w", out, err)}
+	}
 	for _, s := range build.Skipped {
 		fmt.Fprintf(stderr, "sweep point skipped: %s\n", s)
 	}
 
 	failed := 0
 	var runs []*results.Results
-	for i, plan := range build.Plans {
+	for i, pl := range build.Plans {
 		dir := out
 		if len(build.Plans) > 1 {
 			dir = filepath.Join(out, fmt.Sprintf("%02d", i+1))
-			fmt.Fprintf(stdout, "\n== sweep point %d/%d: %s\n", i+1, len(build.Plans), pointText(plan.Point))
+			fmt.Fprintf(stdout, "\n== sweep point %d/%d: %s\n", i+1, len(build.Plans), pointText(pl.Point))
 		}
-		res, err := runner.Run(cmd.Context(), plan, runner.Options{
+		res, err := runner.Run(cmd.Context(), pl, runner.Options{
 			OutDir:       dir,
 			Keep:         f.keep,
 			StateDir:     f.stateDir,
@@ -103,6 +128,8 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 			Progress:     stderr,
 			Live:         isTerminal(stderr),
 			Provider:     f.provider,
+			Network:      network,
+			Report:       report.WriteInto,
 		})
 		if res != nil {
 			// Results exist even when a fault could not be applied: show
@@ -132,6 +159,36 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 		return &exitError{code: exitCheckFailed, err: fmt.Errorf("%d of %d run(s) failed a check", failed, len(build.Plans))}
 	}
 	return nil
+}
+
+// prepareOutDir makes sure the run can write its results in out before
+// anything starts: out is a directory (made now if missing) that this
+// user can write, and it holds no earlier run's results unless overwrite.
+func prepareOutDir(out string, sweep, overwrite bool) error {
+	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
+		return fmt.Errorf("is %s; name a directory for the results", safefile.Kind(fi.Mode()))
+	}
+	if !overwrite {
+		earlier := []string{filepath.Join(out, results.FileName)}
+		if sweep {
+			more, _ := filepath.Glob(filepath.Join(out, "*", results.FileName))
+			earlier = append(earlier, more...)
+		}
+		for _, p := range earlier {
+			if _, err := os.Lstat(p); err == nil {
+				return fmt.Errorf("holds the results of an earlier run (%s); choose another directory, or pass --overwrite to replace them", p)
+			}
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	probe, err := os.CreateTemp(out, ".write-test-*")
+	if err != nil {
+		return fmt.Errorf("cannot write there: %w", err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // runError maps a runner error to its exit code.
@@ -166,7 +223,7 @@ func writeComparison(stdout io.Writer, out string, runs []*results.Results) erro
 	return nil
 }
 
-func pointText(point []dsl.SweepValue) string {
+func pointText(point []plan.SweepValue) string {
 	var parts []string
 	for _, p := range point {
 		parts = append(parts, p.Variable+"="+p.Value)

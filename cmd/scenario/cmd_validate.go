@@ -25,7 +25,7 @@ problem at once, each at its file:line:col. Exits 0 when all files are valid, 2 
 					if errors.As(err, &ee) && ee.code == exitInvalid {
 						// Diagnostics are printed already; this names the
 						// file, or says why it could not be read.
-						fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", ee.err)
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s\n", escapeControls(ee.err.Error()))
 						failed = append(failed, path)
 						continue
 					}

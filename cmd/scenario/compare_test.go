@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/coordlab/scenario/compare"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // compareBase is a real run of scenarios/etcd-leader-failover.hcl (phases

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -57,23 +58,61 @@ func main() {
 }
 
 // execute runs the CLI with args and returns the exit code.
+//
+// Ctrl-C and SIGTERM (ctx ending) stop every command within a second:
+// commands that own nothing outside this process (validate, plan, fmt,
+// compare, report, list, ...) are abandoned at once with exit 130, since
+// they write only by renaming a finished file into place; commands that
+// start processes, containers or builds mark themselves with holdResources
+// and are waited for, because they tear down what they started and then
+// return 130 themselves.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var holds atomic.Bool
+	ctx = context.WithValue(ctx, holdsKey{}, &holds)
 	root := newRootCommand(stdout, stderr)
 	root.SetArgs(terraformStyleFlags(args))
-	err := root.ExecuteContext(ctx)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		if !holds.Load() {
+			fmt.Fprintln(stderr, "Error: interrupted")
+			return exitInterrupted
+		}
+		err = <-done
+	}
+	if err == nil && ctx.Err() != nil && holds.Load() {
+		// Finished its teardown, but was cut short.
+		err = &exitError{code: exitInterrupted, err: errors.New("interrupted")}
+	}
 	if err == nil {
 		return exitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if !ee.quiet && ee.err != nil {
-			fmt.Fprintf(stderr, "Error: %v\n", ee.err)
+			fmt.Fprintf(stderr, "Error: %s\n", escapeControls(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// Cobra's own usage errors (unknown flag, wrong arguments) are bad input.
-	fmt.Fprintf(stderr, "Error: %v\nRun 'scenario --help' for usage.\n", err)
+	fmt.Fprintf(stderr, "Error: %s\nRun 'scenario --help' for usage.\n", escapeControls(err.Error()))
 	return exitInvalid
+}
+
+// holdsKey is the context key of the flag that a command sets when it
+// starts something that must be torn down before the process exits.
+type holdsKey struct{}
+
+// holdResources tells execute that this command must be waited for on
+// Ctrl-C: it has started (or is about to start) processes, containers or
+// builds, and returns once they are stopped.
+func holdResources(ctx context.Context) {
+	if h, ok := ctx.Value(holdsKey{}).(*atomic.Bool); ok {
+		h.Store(true)
+	}
 }
 
 const exitCodesHelp = `Exit codes:

@@ -30,9 +30,9 @@ type pair struct {
 	// writes directly when it is 0, and tail-drops at the limit.
 	inflight atomic.Int64
 
-	forwarded, lost, down, overflow, writeErrs atomic.Uint64
-	hist                                       atomic.Pointer[histogram] // set when the scheduler starts
-	warned                                     atomic.Bool               // a write error was logged
+	forwarded, lost, down, rejected, overflow, writeErrs atomic.Uint64
+	hist                                                 atomic.Pointer[histogram] // set when the scheduler starts
+	warned                                               atomic.Bool               // a write error was logged
 }
 
 func newPair(from, to *host) *pair {

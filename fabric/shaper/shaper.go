@@ -34,6 +34,11 @@ type Link struct {
 	Rate int64
 	// Down drops every packet: a partition.
 	Down bool
+	// Reject, with Down, answers each dropped packet as a firewall's
+	// REJECT does: a TCP reset for TCP, an ICMP port unreachable for
+	// anything else, sent back to the source. Without it a cut is silent,
+	// as a cable cut or a DROP rule is.
+	Reject bool
 }
 
 // immediate reports whether a packet that survives Down and Loss can be
@@ -330,6 +335,15 @@ func (r *Router) route(ctx context.Context, h *host, pkt []byte, rng *rand.Rand)
 	switch {
 	case l.Down:
 		p.down.Add(1)
+		if l.Reject {
+			if reply := rejectReply(pkt); reply != nil {
+				// Back to the sender's own device; Write is safe for
+				// concurrent use.
+				if _, err := h.dev.Write(reply); err == nil {
+					p.rejected.Add(1)
+				}
+			}
+		}
 	case l.Loss > 0 && rng.Float64() < l.Loss:
 		p.lost.Add(1)
 	case !r.opts.Engage && l.immediate() && p.inflight.Load() == 0:

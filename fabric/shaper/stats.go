@@ -11,6 +11,7 @@ type PairStats struct {
 	Forwarded    uint64 // packets written to the destination device
 	DroppedLoss  uint64 // dropped by the Loss draw
 	DroppedDown  uint64 // dropped because the link was Down
+	Rejected     uint64 // of those, answered with a reset or an ICMP unreachable
 	DroppedQueue uint64 // tail-dropped: QueueLimit packets were held
 	WriteErrors  uint64 // the destination device's Write failed
 	Queued       int64  // packets held right now (waiting or being written)
@@ -44,6 +45,7 @@ func (r *Router) Stats() map[[2]int]PairStats {
 				Forwarded:    p.forwarded.Load(),
 				DroppedLoss:  p.lost.Load(),
 				DroppedDown:  p.down.Load(),
+				Rejected:     p.rejected.Load(),
 				DroppedQueue: p.overflow.Load(),
 				WriteErrors:  p.writeErrs.Load(),
 				Queued:       p.inflight.Load(),

@@ -3,7 +3,7 @@ package checker
 import (
 	"testing"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 func TestFill(t *testing.T) {

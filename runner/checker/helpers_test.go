@@ -3,7 +3,7 @@ package checker
 import (
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/workload"
 )
 
@@ -19,21 +19,21 @@ func entry(client int, op, value string, found bool, call, ret int) Entry {
 }
 
 func put(client int, value string, call, ret int) Entry {
-	return entry(client, dsl.OpPut, value, false, call, ret)
+	return entry(client, plan.OpPut, value, false, call, ret)
 }
 
 func txn(client int, value string, call, ret int) Entry {
-	return entry(client, dsl.OpTxn, value, false, call, ret)
+	return entry(client, plan.OpTxn, value, false, call, ret)
 }
 
-func del(client int, call, ret int) Entry { return entry(client, dsl.OpDelete, "", false, call, ret) }
+func del(client int, call, ret int) Entry { return entry(client, plan.OpDelete, "", false, call, ret) }
 
 func get(client int, value string, call, ret int) Entry {
-	return entry(client, dsl.OpGet, value, true, call, ret)
+	return entry(client, plan.OpGet, value, true, call, ret)
 }
 
 func getAbsent(client int, call, ret int) Entry {
-	return entry(client, dsl.OpGet, "", false, call, ret)
+	return entry(client, plan.OpGet, "", false, call, ret)
 }
 
 func (e Entry) failed(class string) Entry { e.Class = class; return e }

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // Verdicts of CheckLinearizable.
@@ -45,7 +44,7 @@ type LinResult struct {
 
 // input is what a porcupine operation asks of a key's register.
 type input struct {
-	op    string // dsl.OpPut, dsl.OpTxn, dsl.OpDelete or dsl.OpGet
+	op    string // plan.OpPut, plan.OpTxn, plan.OpDelete or plan.OpGet
 	key   string
 	value string // written, for put and txn
 }
@@ -75,9 +74,9 @@ func model() porcupine.Model {
 		Step: func(state, in, out any) (bool, any) {
 			s, i := state.(register), in.(input)
 			switch i.op {
-			case dsl.OpPut, dsl.OpTxn:
+			case plan.OpPut, plan.OpTxn:
 				return true, register{value: i.value, exists: true}
-			case dsl.OpDelete:
+			case plan.OpDelete:
 				return true, register{}
 			}
 			o := out.(output)
@@ -95,13 +94,13 @@ func model() porcupine.Model {
 		DescribeOperation: func(in, out any) string {
 			i := in.(input)
 			switch i.op {
-			case dsl.OpGet:
+			case plan.OpGet:
 				o := out.(output)
 				if !o.found {
 					return fmt.Sprintf("get(%q) -> absent", i.key)
 				}
 				return fmt.Sprintf("get(%q) -> %s", i.key, short(o.value))
-			case dsl.OpDelete:
+			case plan.OpDelete:
 				return fmt.Sprintf("delete(%q)", i.key)
 			}
 			return fmt.Sprintf("%s(%q, %s)", i.op, i.key, short(i.value))
@@ -185,7 +184,7 @@ func operations(h []Entry) ([]porcupine.Operation, error) {
 	type read struct{ key, value string }
 	observed := map[read]bool{}
 	for i := range h {
-		if e := &h[i]; e.Op == dsl.OpGet && e.Class == "" && e.Found {
+		if e := &h[i]; e.Op == plan.OpGet && e.Class == "" && e.Found {
 			observed[read{e.Key, string(e.Value)}] = true
 		}
 	}
@@ -206,7 +205,7 @@ func operations(h []Entry) ([]porcupine.Operation, error) {
 			if !isWrite(e.Op) || !indeterminate(e.Class) {
 				continue
 			}
-			if e.Op != dsl.OpDelete && !observed[read{e.Key, string(e.Value)}] {
+			if e.Op != plan.OpDelete && !observed[read{e.Key, string(e.Value)}] {
 				continue
 			}
 			ret = end + 1
@@ -227,7 +226,7 @@ func operations(h []Entry) ([]porcupine.Operation, error) {
 			Return:   int64(ret),
 			Metadata: e,
 		}
-		if e.Op == dsl.OpGet {
+		if e.Op == plan.OpGet {
 			op.Output = output{value: string(e.Value), found: e.Found}
 		}
 		ops = append(ops, op)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 func TestCheckLinearizable(t *testing.T) {
@@ -55,20 +55,20 @@ func TestCheckLinearizable(t *testing.T) {
 		},
 		{
 			name:    "timed-out put read later",
-			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrTimeout), get(1, "b", 10, 11)},
+			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(plan.ErrTimeout), get(1, "b", 10, 11)},
 			want:    Linearizable, ops: 3,
 		},
 		{
 			name: "timed-out put applied long after its client gave up",
 			history: []Entry{
-				put(0, "b", 0, 1).failed(dsl.ErrConnection), put(0, "a", 2, 3), get(1, "a", 4, 5), get(1, "b", 6, 7),
+				put(0, "b", 0, 1).failed(plan.ErrConnection), put(0, "a", 2, 3), get(1, "a", 4, 5), get(1, "b", 6, 7),
 			},
 			want: Linearizable, ops: 4,
 		},
 		{
 			// Nobody read b, so the failed put is left out of the check.
 			name:    "unavailable put never applied",
-			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrUnavailable), get(1, "a", 10, 11)},
+			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(plan.ErrUnavailable), get(1, "a", 10, 11)},
 			want:    Linearizable, ops: 2,
 		},
 		{
@@ -81,7 +81,7 @@ func TestCheckLinearizable(t *testing.T) {
 			// read of a can it not have: a read after its failure sees it.
 			name: "unavailable put observed is kept",
 			history: []Entry{
-				put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrUnavailable), get(1, "a", 4, 5), get(1, "b", 10, 11),
+				put(0, "a", 0, 1), put(0, "b", 2, 3).failed(plan.ErrUnavailable), get(1, "a", 4, 5), get(1, "b", 10, 11),
 			},
 			want: Linearizable, ops: 4,
 		},
@@ -92,12 +92,12 @@ func TestCheckLinearizable(t *testing.T) {
 		},
 		{
 			name:    "value read whose put was refused",
-			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrOther), get(1, "b", 10, 11)},
+			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(plan.ErrOther), get(1, "b", 10, 11)},
 			want:    Violation, ops: 2, offended: []string{"k"},
 		},
 		{
 			name:    "failed read is not checked",
-			history: []Entry{put(0, "a", 0, 1), get(1, "zzz", 2, 3).failed(dsl.ErrTimeout)},
+			history: []Entry{put(0, "a", 0, 1), get(1, "zzz", 2, 3).failed(plan.ErrTimeout)},
 			want:    Linearizable, ops: 1,
 		},
 		{
@@ -107,7 +107,7 @@ func TestCheckLinearizable(t *testing.T) {
 		},
 		{
 			name:    "range is not modelled",
-			history: []Entry{put(0, "a", 0, 1), entry(1, dsl.OpRange, "", false, 2, 3)},
+			history: []Entry{put(0, "a", 0, 1), entry(1, plan.OpRange, "", false, 2, 3)},
 			want:    Linearizable, ops: 1,
 		},
 		{
@@ -127,7 +127,7 @@ func TestCheckLinearizable(t *testing.T) {
 		},
 		{
 			name:    "timed-out delete may apply",
-			history: []Entry{put(0, "a", 0, 1), del(0, 2, 3).failed(dsl.ErrTimeout), get(1, "a", 4, 5), getAbsent(1, 6, 7)},
+			history: []Entry{put(0, "a", 0, 1), del(0, 2, 3).failed(plan.ErrTimeout), get(1, "a", 4, 5), getAbsent(1, 6, 7)},
 			want:    Linearizable, ops: 4,
 		},
 		{
@@ -226,7 +226,7 @@ func refusedWrites(n int) []Entry {
 	h := []Entry{put(0, "a", 0, 1)}
 	for i := range n {
 		at := 2 + 2*i
-		h = append(h, put(i%8, fmt.Sprint("refused", i), at, at+1).failed(dsl.ErrUnavailable))
+		h = append(h, put(i%8, fmt.Sprint("refused", i), at, at+1).failed(plan.ErrUnavailable))
 	}
 	at := 2 + 2*n
 	return append(h, get(9, "a", at, at+1), put(0, "c", at+2, at+3))

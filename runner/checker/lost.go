@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // maxLostKeys bounds LostResult.Keys.
@@ -163,7 +163,7 @@ func candidates(writes []Entry) []candidate {
 			continue
 		}
 		c := candidate{}
-		if w.Op != dsl.OpDelete {
+		if w.Op != plan.OpDelete {
 			c = candidate{value: string(w.Value), exists: true}
 		}
 		if !slices.Contains(out, c) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // store is what a read-back returns: key -> value; a missing key is absent.
@@ -51,31 +51,31 @@ func TestCheckLostWrites(t *testing.T) {
 		},
 		{
 			name:    "indeterminate write not applied",
-			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrTimeout)},
+			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(plan.ErrTimeout)},
 			store:   store{"k": "a"},
 			want:    LostResult{Checked: 1},
 		},
 		{
 			name:    "indeterminate write applied",
-			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrTimeout)},
+			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(plan.ErrTimeout)},
 			store:   store{"k": "b"},
 			want:    LostResult{Checked: 1},
 		},
 		{
 			name:    "indeterminate write applied after a later acknowledged one",
-			history: []Entry{put(0, "b", 0, 1).failed(dsl.ErrConnection), put(0, "a", 2, 3)},
+			history: []Entry{put(0, "b", 0, 1).failed(plan.ErrConnection), put(0, "a", 2, 3)},
 			store:   store{"k": "b"},
 			want:    LostResult{Checked: 1},
 		},
 		{
 			name:    "neither acknowledged nor indeterminate value",
-			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrUnavailable)},
+			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(plan.ErrUnavailable)},
 			store:   store{"k": "c"},
 			want:    LostResult{Checked: 1, Lost: 1, Keys: []string{"k"}},
 		},
 		{
 			name:    "refused write is not a candidate",
-			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(dsl.ErrOther)},
+			history: []Entry{put(0, "a", 0, 1), put(0, "b", 2, 3).failed(plan.ErrOther)},
 			store:   store{"k": "b"},
 			want:    LostResult{Checked: 1, Lost: 1, Keys: []string{"k"}},
 		},
@@ -99,7 +99,7 @@ func TestCheckLostWrites(t *testing.T) {
 		},
 		{
 			name:    "no acknowledged write is not checked",
-			history: []Entry{put(0, "a", 0, 1).failed(dsl.ErrTimeout), get(0, "a", 2, 3).on("read-only")},
+			history: []Entry{put(0, "a", 0, 1).failed(plan.ErrTimeout), get(0, "a", 2, 3).on("read-only")},
 			store:   store{},
 			want:    LostResult{},
 		},

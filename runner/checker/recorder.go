@@ -11,7 +11,7 @@ package checker
 import (
 	"sync"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/workload"
 )
 
@@ -102,7 +102,7 @@ func (r *Recorder) Record(workloadName string, op workload.HistoryOp) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case op.Op == dsl.OpGet && r.excluded[workloadName]:
+	case op.Op == plan.OpGet && r.excluded[workloadName]:
 		r.skipped++
 		return
 	case !modelled(op.Op):
@@ -140,7 +140,7 @@ func (r *Recorder) Skipped() int64 {
 // modelled reports whether the register model can check operations of kind op.
 func modelled(op string) bool {
 	switch op {
-	case dsl.OpPut, dsl.OpGet, dsl.OpDelete, dsl.OpTxn:
+	case plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpTxn:
 		return true
 	}
 	return false
@@ -148,7 +148,7 @@ func modelled(op string) bool {
 
 // isWrite reports whether op changes its key.
 func isWrite(op string) bool {
-	return op == dsl.OpPut || op == dsl.OpDelete || op == dsl.OpTxn
+	return op == plan.OpPut || op == plan.OpDelete || op == plan.OpTxn
 }
 
 // indeterminate reports whether a failed operation of the given error class
@@ -159,7 +159,7 @@ func isWrite(op string) bool {
 // definite refusal, e.g. a request the store rejected as invalid.
 func indeterminate(class string) bool {
 	switch class {
-	case dsl.ErrTimeout, dsl.ErrConnection, dsl.ErrUnavailable:
+	case plan.ErrTimeout, plan.ErrConnection, plan.ErrUnavailable:
 		return true
 	}
 	return false

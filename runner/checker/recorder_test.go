@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 func TestRecorder(t *testing.T) {
@@ -29,7 +29,7 @@ func TestRecorder(t *testing.T) {
 				get(0, "a", 2, 3).on("a"), del(0, 2, 3).on("c"), get(0, "a", 2, 3).on("b"),
 			},
 			wantKeys: []string{"a", "b", "a", "b"},
-			wantOps:  []string{dsl.OpPut, dsl.OpPut, dsl.OpGet, dsl.OpGet},
+			wantOps:  []string{plan.OpPut, plan.OpPut, plan.OpGet, plan.OpGet},
 		},
 		{
 			name:   "zero samples every key",
@@ -38,17 +38,17 @@ func TestRecorder(t *testing.T) {
 				put(0, "a", 0, 1).on("a"), put(0, "a", 0, 1).on("b"), put(0, "a", 0, 1).on("c"),
 			},
 			wantKeys: []string{"a", "b", "c"},
-			wantOps:  []string{dsl.OpPut, dsl.OpPut, dsl.OpPut},
+			wantOps:  []string{plan.OpPut, plan.OpPut, plan.OpPut},
 		},
 		{
 			name:   "range is skipped and takes no sample",
 			sample: 1,
 			records: []Entry{
-				entry(0, dsl.OpRange, "", false, 0, 1).on("r"), put(0, "a", 0, 1).on("a"),
-				entry(0, dsl.OpRange, "", false, 0, 1).on("a"),
+				entry(0, plan.OpRange, "", false, 0, 1).on("r"), put(0, "a", 0, 1).on("a"),
+				entry(0, plan.OpRange, "", false, 0, 1).on("a"),
 			},
 			wantKeys: []string{"a"},
-			wantOps:  []string{dsl.OpPut},
+			wantOps:  []string{plan.OpPut},
 			skipped:  2,
 		},
 		{
@@ -59,7 +59,7 @@ func TestRecorder(t *testing.T) {
 				del(0, 6, 7).by("serial"), get(1, "a", 2, 3).by("linear"),
 			},
 			wantKeys: []string{"k", "k", "k", "k"},
-			wantOps:  []string{dsl.OpPut, dsl.OpTxn, dsl.OpDelete, dsl.OpGet},
+			wantOps:  []string{plan.OpPut, plan.OpTxn, plan.OpDelete, plan.OpGet},
 			skipped:  1,
 		},
 	}
@@ -105,7 +105,7 @@ func TestRecorderConcurrent(t *testing.T) {
 			for i := range each {
 				key := string(rune('a' + (w+i)%10))
 				r.Record("w", put(w, "v", i, i+1).on(key).HistoryOp)
-				r.Record("w", entry(w, dsl.OpRange, "", false, i, i+1).HistoryOp)
+				r.Record("w", entry(w, plan.OpRange, "", false, i, i+1).HistoryOp)
 			}
 		})
 	}

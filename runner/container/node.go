@@ -104,7 +104,9 @@ type ExitError struct {
 }
 
 func (e *ExitError) Error() string {
-	return fmt.Sprintf("node %s's container ended unexpectedly: %s (log %s)", e.Node, e.Exit, e.LogPath)
+	// LogPath is in the run's workspace, removed at teardown: the runner
+	// says where it kept a copy.
+	return fmt.Sprintf("node %s's container ended unexpectedly: %s", e.Node, e.Exit)
 }
 
 func closedChan() chan struct{} {

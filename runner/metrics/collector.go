@@ -10,8 +10,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 const (
@@ -39,8 +38,8 @@ const (
 // not assign samples to phases, seconds and write gaps exactly.
 type Collector struct {
 	base      time.Time
-	phases    []dsl.PhaseSpan
-	workloads []dsl.WorkloadSpec
+	phases    []plan.PhaseSpan
+	workloads []plan.WorkloadSpec
 	leader    *LeaderTimeline
 	resources *ResourceSampler
 
@@ -54,15 +53,16 @@ type Collector struct {
 	sealed   int                    // seconds [0, sealed) are sealed
 	last     *opState               // the op state add used last
 	pool     []*hdr.Histogram
-	finished bool  // Flush ran: the run is over
-	outside  int64 // samples intended outside every phase
-	late     int64 // samples that arrived after their second was sealed
-	clamped  int64 // latencies above the histogram range
-	logErr   error // first interval-log encoding error
+	finished bool                  // Flush ran: the run is over
+	outside  int64                 // samples intended outside every phase
+	late     int64                 // samples that arrived after their second was sealed
+	clamped  int64                 // latencies above the histogram range
+	served   map[int]time.Duration // node -> completion of its first answer
+	logErr   error                 // first interval-log encoding error
 
 	// watches is copied on write so that WatchWrites never waits for mu,
 	// which a merge may hold for a while: a fault must not be delayed.
-	watches atomic.Pointer[[]*WriteWatch]
+	watches atomic.Pointer[[]*Watch]
 }
 
 type opKey struct{ workload, op string }
@@ -90,7 +90,7 @@ type second struct {
 // NewCollector returns a collector for a run with the given phases (in
 // timeline order) and workloads. base is the run's base time, the instant
 // every Sample offset is measured from.
-func NewCollector(phases []dsl.PhaseSpan, workloads []dsl.WorkloadSpec, base time.Time) *Collector {
+func NewCollector(phases []plan.PhaseSpan, workloads []plan.WorkloadSpec, base time.Time) *Collector {
 	c := &Collector{
 		base:      base,
 		phases:    slices.Clone(phases),
@@ -99,6 +99,7 @@ func NewCollector(phases []dsl.PhaseSpan, workloads []dsl.WorkloadSpec, base tim
 		resources: NewResourceSampler(base),
 		ops:       make(map[opKey]*opState),
 		wlWrites:  make(map[string]*writeTrack),
+		served:    make(map[int]time.Duration),
 	}
 	sort.SliceStable(c.phases, func(i, j int) bool { return c.phases[i].Start < c.phases[j].Start })
 	c.writes = newWriteTrack(c.phases)
@@ -271,10 +272,13 @@ func (c *Collector) add(s *Sample) {
 		if s.Write {
 			c.writes.add(s.End, c.phases)
 			st.writes.add(s.End, c.phases)
-			if ws := c.watches.Load(); ws != nil {
-				for _, w := range *ws {
-					w.observe(s.Start, s.End)
-				}
+		}
+		if first, ok := c.served[s.Node]; s.Node > 0 && (!ok || s.End < first) {
+			c.served[s.Node] = s.End
+		}
+		if ws := c.watches.Load(); ws != nil {
+			for _, w := range *ws {
+				w.observe(s)
 			}
 		}
 	} else {
@@ -385,30 +389,49 @@ func (c *Collector) LastWriteBefore(t time.Duration) (at time.Duration, ok bool)
 	return c.writes.log.lastBefore(t)
 }
 
-// WriteWatch finds the first successful write sent at or after a fault took
-// effect: the first write the cluster accepted from clients that asked
-// after the fault. (A write already in flight at the fault may still
-// complete just after it, and says nothing about recovery.)
-type WriteWatch struct {
+// Watch finds the first successful operations of a kind sent at or after
+// an instant: the first write the cluster accepted from clients that asked
+// after a fault took effect (a write already in flight at the fault may
+// still complete just after it, and says nothing about recovery), or the
+// first operation each of some members answered after they came back.
+type Watch struct {
 	c     *Collector
 	from  time.Duration
-	fixed bool       // from is final: only first matters
-	spans [][2]int64 // before fixed: writes sent at or after from
-	first time.Duration
-	ok    bool
+	fixed bool // from is final: only first matters
+	// key says which first an operation counts for, if any.
+	key   func(s *Sample) (int, bool)
+	spans []watched // before fixed: operations sent at or after from
+	first map[int]time.Duration
+}
+
+type watched struct {
+	key        int
+	start, end time.Duration
 }
 
 // WatchWrites starts collecting the writes sent at or after t, from now
 // on. Call it just before injecting a fault, and Fix once the fault's
-// effective time is known.
+// effective time is known; First then says when the first write completed.
 //
 // Samples not merged yet are seen when they are: the watch filters by send
 // time, not by when it learns of a write.
-func (c *Collector) WatchWrites(t time.Duration) *WriteWatch {
-	w := &WriteWatch{c: c, from: t}
+func (c *Collector) WatchWrites(t time.Duration) *Watch {
+	return c.watch(t, func(s *Sample) (int, bool) { return 0, s.Write })
+}
+
+// WatchServed starts collecting the operations sent at or after t that
+// one of nodes answered, from now on. Call it just before undoing a fault,
+// and Fix once it is undone; FirstServed then says when each node answered
+// its first.
+func (c *Collector) WatchServed(t time.Duration, nodes []int) *Watch {
+	return c.watch(t, func(s *Sample) (int, bool) { return s.Node, s.Node > 0 && slices.Contains(nodes, s.Node) })
+}
+
+func (c *Collector) watch(t time.Duration, key func(*Sample) (int, bool)) *Watch {
+	w := &Watch{c: c, from: t, key: key, first: map[int]time.Duration{}}
 	for {
 		old := c.watches.Load()
-		var next []*WriteWatch
+		var next []*Watch
 		if old != nil {
 			next = append(next, *old...)
 		}
@@ -419,29 +442,35 @@ func (c *Collector) WatchWrites(t time.Duration) *WriteWatch {
 	}
 }
 
-// observe notes a successful write. c.mu is held.
-func (w *WriteWatch) observe(start, end time.Duration) {
-	if start < w.from {
+// observe notes a successful operation. c.mu is held.
+func (w *Watch) observe(s *Sample) {
+	if k, ok := w.key(s); ok {
+		w.note(watched{k, s.Start, s.End})
+	}
+}
+
+func (w *Watch) note(x watched) {
+	if x.start < w.from {
 		return
 	}
 	if !w.fixed {
-		w.spans = append(w.spans, [2]int64{int64(start), int64(end)})
+		w.spans = append(w.spans, x)
 		return
 	}
-	if !w.ok || end < w.first {
-		w.first, w.ok = end, true
+	if first, ok := w.first[x.key]; !ok || x.end < first {
+		w.first[x.key] = x.end
 	}
 }
 
 // Fix sets the instant the watch measures from (not before the one it was
 // started with) and keeps only what it needs from then on.
-func (w *WriteWatch) Fix(t time.Duration) {
+func (w *Watch) Fix(t time.Duration) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
 	w.c.merge()
 	w.from, w.fixed = max(t, w.from), true
-	for _, sp := range w.spans {
-		w.observe(time.Duration(sp[0]), time.Duration(sp[1]))
+	for _, x := range w.spans {
+		w.note(x)
 	}
 	w.spans = nil
 }
@@ -449,24 +478,42 @@ func (w *WriteWatch) Fix(t time.Duration) {
 // First returns when the first successful write sent at or after the
 // instant given to Fix completed; ok is false when none did, or when Fix
 // was not called.
-func (w *WriteWatch) First() (end time.Duration, ok bool) {
+func (w *Watch) First() (end time.Duration, ok bool) {
+	return w.FirstServed(0)
+}
+
+// FirstServed returns when node first answered an operation sent at or
+// after the instant given to Fix; ok is false when it answered none, or
+// when Fix was not called.
+func (w *Watch) FirstServed(node int) (end time.Duration, ok bool) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
 	w.c.merge()
-	return w.first, w.ok
+	end, ok = w.first[node]
+	return end, ok
 }
 
 // Stop ends a watch that is no longer needed (its fault never took
-// effect): until Fix, a watch keeps every write it sees.
-func (w *WriteWatch) Stop() {
+// effect): until Fix, a watch keeps every operation it matches.
+func (w *Watch) Stop() {
 	c := w.c
 	for {
 		old := c.watches.Load()
-		next := slices.DeleteFunc(slices.Clone(*old), func(x *WriteWatch) bool { return x == w })
+		next := slices.DeleteFunc(slices.Clone(*old), func(x *Watch) bool { return x == w })
 		if c.watches.CompareAndSwap(old, &next) {
 			return
 		}
 	}
+}
+
+// ServedBefore reports whether node answered an operation that completed
+// before t.
+func (c *Collector) ServedBefore(node int, t time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.merge()
+	first, ok := c.served[node]
+	return ok && first < t
 }
 
 // LongestWriteGap returns the longest stretch between successive

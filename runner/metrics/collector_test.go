@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 const (
@@ -15,23 +15,23 @@ const (
 	s  = time.Second
 )
 
-func span(name string, start, dur time.Duration) dsl.PhaseSpan {
-	return dsl.PhaseSpan{Name: name, Start: dsl.Duration(start), Duration: dsl.Duration(dur)}
+func span(name string, start, dur time.Duration) plan.PhaseSpan {
+	return plan.PhaseSpan{Name: name, Start: plan.Duration(start), Duration: plan.Duration(dur)}
 }
 
 // newTestCollector returns a collector whose base lies far in the past, so
 // that snapshots see every phase as over.
-func newTestCollector(phases ...dsl.PhaseSpan) *Collector {
-	wl := []dsl.WorkloadSpec{{Name: "w", Mix: []dsl.OpWeight{{Op: dsl.OpPut, Weight: 0.5}, {Op: dsl.OpGet, Weight: 0.5}}}}
+func newTestCollector(phases ...plan.PhaseSpan) *Collector {
+	wl := []plan.WorkloadSpec{{Name: "w", Mix: []plan.OpWeight{{Op: plan.OpPut, Weight: 0.5}, {Op: plan.OpGet, Weight: 0.5}}}}
 	return NewCollector(phases, wl, time.Now().Add(-time.Hour))
 }
 
 func put(intended, start, end time.Duration, class string) Sample {
-	return Sample{Workload: "w", Op: dsl.OpPut, Intended: intended, Start: start, End: end, Class: class, Write: true}
+	return Sample{Workload: "w", Op: plan.OpPut, Intended: intended, Start: start, End: end, Class: class, Write: true}
 }
 
 func get(intended, start, end time.Duration, class string) Sample {
-	return Sample{Workload: "w", Op: dsl.OpGet, Intended: intended, Start: start, End: end, Class: class}
+	return Sample{Workload: "w", Op: plan.OpGet, Intended: intended, Start: start, End: end, Class: class}
 }
 
 func record(c *Collector, samples ...Sample) {
@@ -73,7 +73,7 @@ func TestCoordinatedOmission(t *testing.T) {
 	}
 	record(c, samples...)
 	r := c.Results()
-	st := opStats(t, r.Phases[0], dsl.OpPut)
+	st := opStats(t, r.Phases[0], plan.OpPut)
 	if st.Count != 1000 || st.OK != 1000 {
 		t.Fatalf("count %d ok %d, want 1000", st.Count, st.OK)
 	}
@@ -117,27 +117,27 @@ func TestAvailabilityAndErrors(t *testing.T) {
 			name:      "all ok",
 			samples:   []Sample{put(1*s, 1*s, 1*s+ms, ""), get(2*s, 2*s, 2*s+ms, "")},
 			wantAvail: results.Ptr(1.0),
-			wantBy:    map[string]int64{dsl.ErrTimeout: 0, dsl.ErrUnavailable: 0, dsl.ErrConnection: 0, dsl.ErrOther: 0},
+			wantBy:    map[string]int64{plan.ErrTimeout: 0, plan.ErrUnavailable: 0, plan.ErrConnection: 0, plan.ErrOther: 0},
 			wantRPS:   0.2,
 		},
 		{
 			name: "one of each class",
 			samples: []Sample{
 				put(1*s, 1*s, 1*s+ms, ""),
-				put(1*s, 1*s, 2*s, dsl.ErrTimeout),
-				get(1*s, 1*s, 1*s+ms, dsl.ErrUnavailable),
-				get(1*s, 1*s, 1*s+ms, dsl.ErrConnection),
+				put(1*s, 1*s, 2*s, plan.ErrTimeout),
+				get(1*s, 1*s, 1*s+ms, plan.ErrUnavailable),
+				get(1*s, 1*s, 1*s+ms, plan.ErrConnection),
 				get(1*s, 1*s, 1*s+ms, "weird"), // unknown classes count as other
 			},
 			wantAvail: results.Ptr(0.2),
-			wantBy:    map[string]int64{dsl.ErrTimeout: 1, dsl.ErrUnavailable: 1, dsl.ErrConnection: 1, dsl.ErrOther: 1},
+			wantBy:    map[string]int64{plan.ErrTimeout: 1, plan.ErrUnavailable: 1, plan.ErrConnection: 1, plan.ErrOther: 1},
 			wantRPS:   0.1,
 		},
 		{
 			name:      "nothing attempted",
 			samples:   nil,
 			wantAvail: nil,
-			wantBy:    map[string]int64{dsl.ErrTimeout: 0, dsl.ErrUnavailable: 0, dsl.ErrConnection: 0, dsl.ErrOther: 0},
+			wantBy:    map[string]int64{plan.ErrTimeout: 0, plan.ErrUnavailable: 0, plan.ErrConnection: 0, plan.ErrOther: 0},
 		},
 	}
 	for _, tt := range tests {
@@ -210,13 +210,13 @@ func TestMaxGap(t *testing.T) {
 		{
 			name: "failed writes do not close a gap",
 			samples: append(every(1*s, 19*s, s),
-				put(9*s, 9*s, 9*s+500*ms, dsl.ErrTimeout)),
+				put(9*s, 9*s, 9*s+500*ms, plan.ErrTimeout)),
 			wantPhase: []*float64{results.Ptr(1000.0), results.Ptr(1000.0)},
 			wantRun:   results.Ptr(1000.0),
 		},
 		{
 			name:      "writes attempted, none succeeded in b",
-			samples:   append(every(1*s, 9*s+900*ms, 100*ms), put(15*s, 15*s, 16*s, dsl.ErrUnavailable)),
+			samples:   append(every(1*s, 9*s+900*ms, 100*ms), put(15*s, 15*s, 16*s, plan.ErrUnavailable)),
 			wantPhase: []*float64{results.Ptr(1000.0), results.Ptr(10000.0)},
 			wantRun:   results.Ptr(10100.0), // from the last write at 9.9 s
 		},
@@ -255,7 +255,7 @@ func TestMaxGap(t *testing.T) {
 // cache, with late arrivals into sealed seconds, equal a plain scan.
 func TestGapCacheExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	phases := []dsl.PhaseSpan{span("a", 0, 7*s), span("b", 7*s, 3*s+500*ms), span("c", 10*s+500*ms, 9*s)}
+	phases := []plan.PhaseSpan{span("a", 0, 7*s), span("b", 7*s, 3*s+500*ms), span("c", 10*s+500*ms, 9*s)}
 	for round := range 20 {
 		c := newTestCollector(phases...)
 		var ends []time.Duration
@@ -280,7 +280,8 @@ func TestGapCacheExact(t *testing.T) {
 		for _, e := range sortedCopy(ends) {
 			scan.feed(e)
 		}
-		want, wantRun := scan.result(c.runEnd())
+		res := scan.result(c.runEnd())
+		want, wantRun := res.gap, res.runGap
 		for i := range phases {
 			if got := r.Phases[i].MaxGapMS; got == nil || *got != results.MS(want[i]) {
 				t.Fatalf("round %d phase %d: gap %v, want %v", round, i, got, results.MS(want[i]))
@@ -327,9 +328,9 @@ func TestFailoverWrites(t *testing.T) {
 	record(c,
 		put(2*s+950*ms, 2*s+950*ms, 3*s+5*ms, ""), // sent before the fault took effect
 		put(2*s+990*ms, 2*s+990*ms, 3*s+2*ms, ""), // in flight at the fault
-		put(3*s+100*ms, 3*s+100*ms, 3*s+200*ms, dsl.ErrUnavailable),
-		put(3*s+500*ms, 3*s+500*ms, 5*s, ""),      // the first sent after it
-		put(4*s, 4*s, 4*s+800*ms, dsl.ErrTimeout), // failures never count
+		put(3*s+100*ms, 3*s+100*ms, 3*s+200*ms, plan.ErrUnavailable),
+		put(3*s+500*ms, 3*s+500*ms, 5*s, ""),       // the first sent after it
+		put(4*s, 4*s, 4*s+800*ms, plan.ErrTimeout), // failures never count
 		put(5*s, 5*s, 5*s+10*ms, ""),
 	)
 	w.Fix(3 * s)
@@ -367,6 +368,48 @@ func TestFailoverWrites(t *testing.T) {
 	}
 }
 
+// After a fault is undone, each target's first answer is the first
+// successful op it answered that was sent at or after the recovery: ops
+// of other nodes, failures, unknown answerers and ops sent before the
+// recovery do not count.
+func TestWatchServed(t *testing.T) {
+	c := newTestCollector(span("p", 0, 20*s))
+	by := func(node int, x Sample) Sample { x.Node = node; return x }
+	record(c,
+		by(4, get(1*s, 1*s, 1*s+5*ms, "")),
+		by(1, put(2*s, 2*s, 2*s+5*ms, "")),
+	)
+	if !c.ServedBefore(4, 2*s) || c.ServedBefore(5, 2*s) || c.ServedBefore(1, 2*s) {
+		t.Errorf("ServedBefore(2s): n4 %v, n5 %v, n1 %v; want true, false, false (n1's answer completed after 2s)",
+			c.ServedBefore(4, 2*s), c.ServedBefore(5, 2*s), c.ServedBefore(1, 2*s))
+	}
+	// The heal completes at 10 s; the watch starts just before it.
+	w := c.WatchServed(9*s+900*ms, []int{4, 5})
+	record(c,
+		by(4, get(9*s+950*ms, 9*s+950*ms, 10*s+10*ms, "")),          // sent before the heal
+		by(5, put(10*s+100*ms, 10*s+100*ms, 12*s, plan.ErrTimeout)), // failed
+		by(1, put(10*s+100*ms, 10*s+100*ms, 10*s+110*ms, "")),       // not a target
+		by(0, put(10*s+200*ms, 10*s+200*ms, 10*s+210*ms, "")),       // answerer unknown
+		by(4, get(11*s, 11*s, 11*s+300*ms, "")),
+		by(4, get(11*s+100*ms, 11*s+100*ms, 11*s+200*ms, "")), // sent later, answered first
+		by(5, put(13*s, 13*s, 13*s+20*ms, "")),
+	)
+	w.Fix(10 * s)
+	for _, tc := range []struct {
+		node int
+		want time.Duration
+		ok   bool
+	}{{4, 11*s + 200*ms, true}, {5, 13*s + 20*ms, true}, {1, 0, false}, {0, 0, false}} {
+		got, ok := w.FirstServed(tc.node)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("FirstServed(%d) = %v, %v; want %v, %v", tc.node, got, ok, tc.want, tc.ok)
+		}
+	}
+	if first, ok := w.First(); ok {
+		t.Errorf("a served watch reports a first write at %v", first)
+	}
+}
+
 func TestSeries(t *testing.T) {
 	c := newTestCollector(span("p", 0, 3*s))
 	var samples []Sample
@@ -375,9 +418,9 @@ func TestSeries(t *testing.T) {
 		samples = append(samples, get(0, 0, d, ""))
 	}
 	samples = append(samples,
-		get(1*s, 1*s, 1*s+5*ms, dsl.ErrTimeout),
-		get(1*s, 1*s, 1*s+5*ms, dsl.ErrTimeout),
-		get(1*s, 1*s, 1*s+5*ms, dsl.ErrConnection),
+		get(1*s, 1*s, 1*s+5*ms, plan.ErrTimeout),
+		get(1*s, 1*s, 1*s+5*ms, plan.ErrTimeout),
+		get(1*s, 1*s, 1*s+5*ms, plan.ErrConnection),
 		get(1*s, 1*s, 2*s+7*ms, ""), // completes in second 2
 	)
 	record(c, samples...)
@@ -397,7 +440,7 @@ func TestSeries(t *testing.T) {
 		p50, p99 float64 // -1 = null
 	}{
 		{0, 100, 0, nil, 50, 99},
-		{1, 3, 3, map[string]int64{dsl.ErrTimeout: 2, dsl.ErrConnection: 1}, -1, -1},
+		{1, 3, 3, map[string]int64{plan.ErrTimeout: 2, plan.ErrConnection: 1}, -1, -1},
 		{2, 1, 0, nil, 1007, 1007},
 	}
 	for _, tt := range tests {
@@ -449,21 +492,21 @@ func TestLateArrival(t *testing.T) {
 }
 
 func TestWorkloadBreakdown(t *testing.T) {
-	c := NewCollector([]dsl.PhaseSpan{span("p", 0, 10*s)},
-		[]dsl.WorkloadSpec{{Name: "z-writers"}, {Name: "a-readers"}}, time.Now().Add(-time.Hour))
+	c := NewCollector([]plan.PhaseSpan{span("p", 0, 10*s)},
+		[]plan.WorkloadSpec{{Name: "z-writers"}, {Name: "a-readers"}}, time.Now().Add(-time.Hour))
 	record(c,
-		Sample{Workload: "a-readers", Op: dsl.OpGet, End: 2 * ms},
-		Sample{Workload: "z-writers", Op: dsl.OpPut, End: 4 * ms, Write: true},
-		Sample{Workload: "z-writers", Op: dsl.OpGet, End: 6 * ms},
+		Sample{Workload: "a-readers", Op: plan.OpGet, End: 2 * ms},
+		Sample{Workload: "z-writers", Op: plan.OpPut, End: 4 * ms, Write: true},
+		Sample{Workload: "z-writers", Op: plan.OpGet, End: 6 * ms},
 	)
 	p := c.Results().Phases[0]
 	if len(p.Workloads) != 2 || p.Workloads[0].Name != "z-writers" || p.Workloads[1].Name != "a-readers" {
 		t.Fatalf("workloads %+v, want plan order", p.Workloads)
 	}
-	if ops := p.Workloads[0].Ops; len(ops) != 2 || ops[0].Op != dsl.OpPut || ops[1].Op != dsl.OpGet {
+	if ops := p.Workloads[0].Ops; len(ops) != 2 || ops[0].Op != plan.OpPut || ops[1].Op != plan.OpGet {
 		t.Errorf("ops %+v, want put then get", ops)
 	}
-	get := opStats(t, p, dsl.OpGet)
+	get := opStats(t, p, plan.OpGet)
 	if get.Count != 2 || get.Latency.MinMS != 2 || get.Latency.MaxMS != 6 || get.Latency.MeanMS != 4 {
 		t.Errorf("get over workloads = %+v %+v", get, get.Latency)
 	}
@@ -475,17 +518,17 @@ func TestWorkloadBreakdown(t *testing.T) {
 // TestWorkloadGaps checks that each workload's write gap is its own: one
 // workload's writes must not hide another's outage.
 func TestWorkloadGaps(t *testing.T) {
-	c := NewCollector([]dsl.PhaseSpan{span("p", 0, 10*s)},
-		[]dsl.WorkloadSpec{{Name: "a"}, {Name: "b"}}, time.Now().Add(-time.Hour))
+	c := NewCollector([]plan.PhaseSpan{span("p", 0, 10*s)},
+		[]plan.WorkloadSpec{{Name: "a"}, {Name: "b"}}, time.Now().Add(-time.Hour))
 	var samples []Sample
 	for at := 500 * ms; at < 10*s; at += 500 * ms {
-		samples = append(samples, Sample{Workload: "a", Op: dsl.OpPut, Intended: at, Start: at, End: at, Write: true})
+		samples = append(samples, Sample{Workload: "a", Op: plan.OpPut, Intended: at, Start: at, End: at, Write: true})
 		if at < 2*s || at > 8*s { // b is cut off from 2 s to 8 s
-			samples = append(samples, Sample{Workload: "b", Op: dsl.OpPut, Intended: at, Start: at, End: at, Write: true})
+			samples = append(samples, Sample{Workload: "b", Op: plan.OpPut, Intended: at, Start: at, End: at, Write: true})
 		} else {
-			samples = append(samples, Sample{Workload: "b", Op: dsl.OpPut, Intended: at, Start: at, End: at + ms, Write: true, Class: dsl.ErrUnavailable})
+			samples = append(samples, Sample{Workload: "b", Op: plan.OpPut, Intended: at, Start: at, End: at + ms, Write: true, Class: plan.ErrUnavailable})
 		}
-		samples = append(samples, Sample{Workload: "r", Op: dsl.OpGet, Intended: at, Start: at, End: at})
+		samples = append(samples, Sample{Workload: "r", Op: plan.OpGet, Intended: at, Start: at, End: at})
 	}
 	record(c, samples...)
 	r := c.Results()

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // TestConcurrentSinks records from many workers while a merger merges,
@@ -28,7 +27,7 @@ func TestConcurrentSinks(t *testing.T) {
 				at := time.Duration(i) * 10 * s / perWorker
 				x := put(at, at, at+time.Duration(w+1)*ms, "")
 				if i%10 == 0 {
-					x.Class = dsl.ErrTimeout
+					x.Class = plan.ErrTimeout
 				}
 				sk.Record(x)
 			}
@@ -65,7 +64,7 @@ func TestConcurrentSinks(t *testing.T) {
 	if total.Count != workers*perWorker {
 		t.Fatalf("count %d, want %d", total.Count, workers*perWorker)
 	}
-	if total.Errors != workers*perWorker/10 || total.ErrorsBy[dsl.ErrTimeout] != total.Errors {
+	if total.Errors != workers*perWorker/10 || total.ErrorsBy[plan.ErrTimeout] != total.Errors {
 		t.Errorf("errors %d (%v), want %d timeouts", total.Errors, total.ErrorsBy, workers*perWorker/10)
 	}
 	if got := r.Phases[0].Total.Count + r.Phases[1].Total.Count; got != total.Count {
@@ -88,7 +87,7 @@ func TestRunSealsAndStops(t *testing.T) {
 		t.Skip("waits for the collector's one-second tick")
 	}
 	// The run began 5 s ago: seconds 0..2 are due to be sealed.
-	c := NewCollector([]dsl.PhaseSpan{span("p", 0, 10*s)}, nil, time.Now().Add(-5*time.Second))
+	c := NewCollector([]plan.PhaseSpan{span("p", 0, 10*s)}, nil, time.Now().Add(-5*time.Second))
 	record(c, put(0, 0, 500*ms, ""), put(2*s, 2*s, 2*s+ms, ""))
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
@@ -100,7 +99,7 @@ func TestRunSealsAndStops(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 	c.mu.Lock()
-	sealed, ops := c.sealed, c.ops[opKey{"w", dsl.OpPut}]
+	sealed, ops := c.sealed, c.ops[opKey{"w", plan.OpPut}]
 	c.mu.Unlock()
 	if sealed < 3 {
 		t.Errorf("sealed %d seconds, want >= 3", sealed)
@@ -117,7 +116,7 @@ func TestIntervalLogs(t *testing.T) {
 		at := time.Duration(i) * 100 * ms
 		samples = append(samples, put(at, at+ms, at+3*ms, ""), get(at, at, at+ms, ""))
 	}
-	samples = append(samples, get(0, 0, ms, dsl.ErrTimeout)) // errors stay out of the logs
+	samples = append(samples, get(0, 0, ms, plan.ErrTimeout)) // errors stay out of the logs
 	record(c, samples...)
 	c.Flush()
 	dir := t.TempDir()

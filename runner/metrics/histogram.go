@@ -6,8 +6,8 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 // Histogram geometry: microsecond units, 3 significant digits, up to an
@@ -106,16 +106,16 @@ func (l *latency) stats() *results.Latency {
 }
 
 // nClasses is the number of error classes; classIndex maps a class to its
-// slot in dsl.ErrorClasses order.
+// slot in plan.ErrorClasses order.
 const nClasses = 4
 
 func classIndex(class string) int {
 	switch class {
-	case dsl.ErrTimeout:
+	case plan.ErrTimeout:
 		return 0
-	case dsl.ErrUnavailable:
+	case plan.ErrUnavailable:
 		return 1
-	case dsl.ErrConnection:
+	case plan.ErrConnection:
 		return 2
 	default:
 		// An unknown class still counts as an error rather than vanishing.
@@ -139,7 +139,7 @@ func (t *tally) add(o *tally) {
 
 func (t *tally) errorsBy(all bool) map[string]int64 {
 	m := make(map[string]int64, nClasses)
-	for i, c := range dsl.ErrorClasses {
+	for i, c := range plan.ErrorClasses {
 		if all || t.byClass[i] > 0 {
 			m[c] = t.byClass[i]
 		}

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // LeaderTimeline records who led the cluster over time, as seen by a

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat.

@@ -9,12 +9,13 @@ import "time"
 // monotonic base time (the start of the first phase).
 type Sample struct {
 	Workload string
-	Op       string        // dsl.OpPut, ...
+	Op       string        // plan.OpPut, ...
 	Intended time.Duration // when the op was due (open loop); equals Start in closed loop
 	Start    time.Duration // when it was actually sent
 	End      time.Duration // when it returned
-	Class    string        // "" on success, else one of dsl.ErrorClasses
+	Class    string        // "" on success, else one of plan.ErrorClasses
 	Write    bool          // the op writes (put, delete, txn)
+	Node     int           // 1-based member that answered, 0 if unknown (stores.Result.Node)
 }
 
 // Sink receives samples from one worker goroutine. A Sink is not safe for

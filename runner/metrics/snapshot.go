@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 // Results does the final merge (Flush) and returns everything measured. The
@@ -42,11 +42,10 @@ func (c *Collector) Snapshot() *results.Results {
 	for i, p := range c.phases {
 		r.Phases[i] = c.phase(i, p, states, run, runOps, runWl)
 	}
-	phaseGaps, runGap := c.writes.maxGaps(c.sealed, horizon)
-	wlGaps := make(map[string][]*float64, len(c.wlWrites))
-	wlRunGap := make(map[string]*float64, len(c.wlWrites))
+	gaps := c.writes.measure(c.sealed, horizon, c.phases)
+	wlGaps := make(map[string]writeGaps, len(c.wlWrites))
 	for name, t := range c.wlWrites {
-		wlGaps[name], wlRunGap[name] = t.maxGaps(c.sealed, horizon)
+		wlGaps[name] = t.measure(c.sealed, horizon, c.phases)
 	}
 	notes := c.notes()
 	c.mu.Unlock()
@@ -64,18 +63,19 @@ func (c *Collector) Snapshot() *results.Results {
 		span := c.phases[i]
 		p.Elections = c.leader.Elections(span.Start.D(), span.End().D())
 		p.NoLeaderMS = results.MS(c.leader.NoLeader(span.Start.D(), span.End().D()))
-		p.MaxGapMS = phaseGaps[i]
+		p.MaxGapMS, p.TimeAvailability = gaps.maxGap[i], gaps.timeAvail[i]
 		for j := range p.Workloads {
 			if g, ok := wlGaps[p.Workloads[j].Name]; ok {
-				p.Workloads[j].MaxGapMS = g[i]
+				p.Workloads[j].MaxGapMS, p.Workloads[j].TimeAvailability = g.maxGap[i], g.timeAvail[i]
 			}
 		}
 	}
 	runPhase.Elections = c.leader.Elections(c.runStart(), c.runEnd())
 	runPhase.NoLeaderMS = results.MS(c.leader.NoLeader(c.runStart(), c.runEnd()))
-	runPhase.MaxGapMS = runGap
+	runPhase.MaxGapMS, runPhase.TimeAvailability = gaps.runMaxGap, gaps.runTimeAvail
 	for j := range runPhase.Workloads {
-		runPhase.Workloads[j].MaxGapMS = wlRunGap[runPhase.Workloads[j].Name]
+		g := wlGaps[runPhase.Workloads[j].Name]
+		runPhase.Workloads[j].MaxGapMS, runPhase.Workloads[j].TimeAvailability = g.runMaxGap, g.runTimeAvail
 	}
 	r.Run = runPhase
 	r.Leader = c.leader.Observations()
@@ -93,7 +93,7 @@ type workloadCells struct {
 
 // phase renders phase i and adds its cells to the run-wide accumulators.
 // c.mu must be held.
-func (c *Collector) phase(i int, span dsl.PhaseSpan, states []*opState, run *cell, runOps map[string]*cell, runWl map[string]*workloadCells) results.Phase {
+func (c *Collector) phase(i int, span plan.PhaseSpan, states []*opState, run *cell, runOps map[string]*cell, runWl map[string]*workloadCells) results.Phase {
 	total := &cell{}
 	ops := map[string]*cell{}
 	wls := map[string]*workloadCells{}
@@ -172,14 +172,14 @@ func addTo(m map[string]*workloadCells, workload, op string, cl *cell) {
 // opOrder lists the ops of m in canonical order, unknown ones after, sorted.
 func opOrder[V any](m map[string]V) []string {
 	var out []string
-	for _, op := range dsl.AllOps {
+	for _, op := range plan.AllOps {
 		if _, ok := m[op]; ok {
 			out = append(out, op)
 		}
 	}
 	var rest []string
 	for op := range m {
-		if !slices.Contains(dsl.AllOps, op) {
+		if !slices.Contains(plan.AllOps, op) {
 			rest = append(rest, op)
 		}
 	}
@@ -195,10 +195,10 @@ func (c *Collector) orderedStates() []*opState {
 		rank[w.Name] = i
 	}
 	opRank := func(op string) int {
-		if i := slices.Index(dsl.AllOps, op); i >= 0 {
+		if i := slices.Index(plan.AllOps, op); i >= 0 {
 			return i
 		}
-		return len(dsl.AllOps)
+		return len(plan.AllOps)
 	}
 	wlRank := func(w string) int {
 		if i, ok := rank[w]; ok {

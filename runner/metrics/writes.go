@@ -2,11 +2,12 @@ package metrics
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
-	"github.com/coordlab/scenario/runner/results"
+	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 // writeLog keeps the completion time of every successful write, exactly, so
@@ -112,23 +113,41 @@ func (w *writeLog) longestGap(from, to time.Duration) (start, end time.Duration)
 	return start, end
 }
 
+// OutageGap is the shortest stretch without a successful write that counts
+// as time the store was unavailable, for time-based availability. Shorter
+// stretches are the ordinary spacing of writes (and, below one write a
+// second, time availability means little: say so where it is shown).
+const OutageGap = time.Second
+
 // gapScan computes the longest stretches without a write, per phase and
-// over the whole run, from write times fed in increasing order. Every
-// phase's own start and end count as boundaries: a phase in which nothing
-// was written has a gap as long as the phase.
+// over the whole run, from write times fed in increasing order, and the
+// total time in stretches of at least OutageGap (the time without writes,
+// for time-based availability). Every phase's own start and end count as
+// boundaries: a phase in which nothing was written has a gap as long as
+// the phase.
 type gapScan struct {
-	phases   []dsl.PhaseSpan
+	phases   []plan.PhaseSpan
 	runStart time.Duration
 	runEnd   time.Duration
 	cur      int             // index of the first phase not yet over
 	last     []time.Duration // last write (or the start) per phase
 	gap      []time.Duration
+	down     []time.Duration // total of the gaps of at least OutageGap
 	runLast  time.Duration
 	runGap   time.Duration
+	runDown  time.Duration
 }
 
-func newGapScan(phases []dsl.PhaseSpan) gapScan {
-	g := gapScan{phases: phases, last: make([]time.Duration, len(phases)), gap: make([]time.Duration, len(phases))}
+// outage is the part of a gap that counts as unavailable time.
+func outage(gap time.Duration) time.Duration {
+	if gap >= OutageGap {
+		return gap
+	}
+	return 0
+}
+
+func newGapScan(phases []plan.PhaseSpan) gapScan {
+	g := gapScan{phases: phases, last: make([]time.Duration, len(phases)), gap: make([]time.Duration, len(phases)), down: make([]time.Duration, len(phases))}
 	for i, p := range phases {
 		g.last[i] = p.Start.D()
 	}
@@ -143,12 +162,14 @@ func (g *gapScan) clone() gapScan {
 	c := *g
 	c.last = slices.Clone(g.last)
 	c.gap = slices.Clone(g.gap)
+	c.down = slices.Clone(g.down)
 	return c
 }
 
 func (g *gapScan) feed(t time.Duration) {
 	if t >= g.runStart && t <= g.runEnd {
 		g.runGap = max(g.runGap, t-g.runLast)
+		g.runDown += outage(t - g.runLast)
 		g.runLast = t
 	}
 	for g.cur < len(g.phases) && t >= g.phases[g.cur].End().D() {
@@ -156,25 +177,33 @@ func (g *gapScan) feed(t time.Duration) {
 	}
 	if i := g.cur; i < len(g.phases) && t >= g.phases[i].Start.D() {
 		g.gap[i] = max(g.gap[i], t-g.last[i])
+		g.down[i] += outage(t - g.last[i])
 		g.last[i] = t
 	}
 }
 
+// gapResult is what a gapScan found up to a horizon.
+type gapResult struct {
+	gap, down       []time.Duration // per phase
+	runGap, runDown time.Duration
+}
+
 // result closes every gap still open at horizon (the end of the run, or
 // "now" for a snapshot taken while the run goes on) and returns the longest
-// gap per phase and over the run.
-func (g *gapScan) result(horizon time.Duration) (perPhase []time.Duration, run time.Duration) {
-	perPhase = slices.Clone(g.gap)
+// gap and the unavailable time per phase and over the run.
+func (g *gapScan) result(horizon time.Duration) gapResult {
+	r := gapResult{gap: slices.Clone(g.gap), down: slices.Clone(g.down), runGap: g.runGap, runDown: g.runDown}
 	for i, p := range g.phases {
 		if end := min(p.End().D(), horizon); end > g.last[i] {
-			perPhase[i] = max(perPhase[i], end-g.last[i])
+			r.gap[i] = max(r.gap[i], end-g.last[i])
+			r.down[i] += outage(end - g.last[i])
 		}
 	}
-	run = g.runGap
 	if end := min(g.runEnd, horizon); end > g.runLast {
-		run = max(run, end-g.runLast)
+		r.runGap = max(r.runGap, end-g.runLast)
+		r.runDown += outage(end - g.runLast)
 	}
-	return perPhase, run
+	return r
 }
 
 // gapCache holds a gapScan advanced over the sealed prefix of a writeLog,
@@ -185,7 +214,7 @@ type gapCache struct {
 	upTo int // chunks [0, upTo) have been fed
 }
 
-func (c *gapCache) reset(phases []dsl.PhaseSpan) {
+func (c *gapCache) reset(phases []plan.PhaseSpan) {
 	c.scan, c.upTo = newGapScan(phases), 0
 }
 
@@ -217,14 +246,14 @@ type writeTrack struct {
 	attempted []bool // per phase
 }
 
-func newWriteTrack(phases []dsl.PhaseSpan) *writeTrack {
+func newWriteTrack(phases []plan.PhaseSpan) *writeTrack {
 	t := &writeTrack{attempted: make([]bool, len(phases))}
 	t.gaps.reset(phases)
 	return t
 }
 
 // add records a successful write completing at end.
-func (t *writeTrack) add(end time.Duration, phases []dsl.PhaseSpan) {
+func (t *writeTrack) add(end time.Duration, phases []plan.PhaseSpan) {
 	if t.log.add(end) && secondOf(end) < t.gaps.upTo {
 		t.gaps.reset(phases) // a sealed second changed: rescan
 	}
@@ -236,10 +265,18 @@ func (t *writeTrack) seal(upTo int) {
 	t.gaps.advance(&t.log, upTo)
 }
 
-// maxGaps returns the longest write gap per phase and over the run, up to
-// horizon; nil entries for phases without write attempts. The sealed prefix
-// comes from the cache; only open seconds are scanned.
-func (t *writeTrack) maxGaps(sealed int, horizon time.Duration) (perPhase []*float64, run *float64) {
+// writeGaps is, per phase and over the run, the longest write gap (ms) and
+// the time availability: the share of the time elapsed (up to the horizon)
+// not spent in stretches of at least OutageGap without a successful write.
+// Entries are nil for phases without write attempts.
+type writeGaps struct {
+	maxGap, timeAvail       []*float64
+	runMaxGap, runTimeAvail *float64
+}
+
+// measure measures the write gaps per phase and over the run, up to horizon.
+// The sealed prefix comes from the cache; only open seconds are scanned.
+func (t *writeTrack) measure(sealed int, horizon time.Duration, phases []plan.PhaseSpan) writeGaps {
 	t.gaps.advance(&t.log, sealed)
 	g := t.gaps.scan.clone()
 	var buf []time.Duration
@@ -249,17 +286,30 @@ func (t *writeTrack) maxGaps(sealed int, horizon time.Duration) (perPhase []*flo
 			g.feed(at)
 		}
 	}
-	gaps, runGap := g.result(horizon)
-	perPhase = make([]*float64, len(gaps))
+	r := g.result(horizon)
+	out := writeGaps{maxGap: make([]*float64, len(r.gap)), timeAvail: make([]*float64, len(r.gap))}
+	elapsed := func(start, end time.Duration) time.Duration { return min(end, horizon) - start }
 	any := false
-	for i, d := range gaps {
+	for i, d := range r.gap {
 		if t.attempted[i] {
-			perPhase[i] = results.Ptr(results.MS(d))
+			out.maxGap[i] = results.Ptr(results.MS(d))
+			out.timeAvail[i] = availableShare(r.down[i], elapsed(phases[i].Start.D(), phases[i].End().D()))
 			any = true
 		}
 	}
 	if any {
-		run = results.Ptr(results.MS(runGap))
+		out.runMaxGap = results.Ptr(results.MS(r.runGap))
+		out.runTimeAvail = availableShare(r.runDown, elapsed(g.runStart, g.runEnd))
 	}
-	return perPhase, run
+	return out
+}
+
+// availableShare is 1 - down/elapsed, rounded like every ratio in the
+// results, or nil before anything elapsed.
+func availableShare(down, elapsed time.Duration) *float64 {
+	if elapsed <= 0 {
+		return nil
+	}
+	share := 1 - float64(min(down, elapsed))/float64(elapsed)
+	return results.Ptr(math.Round(share*1e6) / 1e6)
 }

@@ -77,9 +77,11 @@ type ExitError struct {
 	LogPath string
 }
 
-// Error names the node, its pid, how it ended and where its log is.
+// Error names the node, its pid and how it ended. The log is not named:
+// LogPath is in the run's workspace, which teardown removes; the runner
+// says where it kept a copy.
 func (e *ExitError) Error() string {
-	return fmt.Sprintf("node %s (pid %d) ended unexpectedly: %s (log %s)", e.Node, e.Exit.PID, e.Exit, e.LogPath)
+	return fmt.Sprintf("node %s (pid %d) ended unexpectedly: %s", e.Node, e.Exit.PID, e.Exit)
 }
 
 // Is makes errors.Is(err, ErrAddrInUse) report a port conflict.

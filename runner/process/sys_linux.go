@@ -264,6 +264,12 @@ func killVerified(ctx context.Context, pid int, id string) (killResult, error) {
 		if errors.Is(err, fs.ErrNotExist) || exited(fd) {
 			return killGone, nil
 		}
+		// A dying process reads as empty too, once the kernel has freed its
+		// memory but before it is a zombie: another killer (a node's
+		// group kill) got there first. Give it a moment to finish.
+		if err == nil && got == "" && settled(ctx, fd) {
+			return killGone, nil
+		}
 		return killForeign, nil
 	}
 	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
@@ -283,6 +289,16 @@ func exited(fd int) bool {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0
+}
+
+// exitSettle bounds how long a process seen mid-exit may take to finish.
+const exitSettle = 2 * time.Second
+
+// settled reports whether the process behind fd exits within exitSettle.
+func settled(ctx context.Context, fd int) bool {
+	ctx, cancel := context.WithTimeout(ctx, exitSettle)
+	defer cancel()
+	return iproc.WaitPidfd(ctx, fd) == nil
 }
 
 // waitPidfd waits, up to reapTimeout, until the process behind fd has

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/stores"
 )
@@ -13,7 +13,7 @@ import (
 func BenchmarkArrivalsNext(b *testing.B) {
 	for _, bc := range []struct {
 		name string
-		load dsl.LoadSpec
+		load plan.LoadSpec
 	}{
 		{"constant", openLoad(1e6, 1e6, time.Hour)},
 		{"ramp", openLoad(0, 1e6, time.Hour)},
@@ -74,11 +74,11 @@ func BenchmarkOpenLoopEngine(b *testing.B) {
 }
 
 func BenchmarkGeneratorNextOp(b *testing.B) {
-	for _, dist := range []string{dsl.DistSequential, dsl.DistUniform, dsl.DistZipfian} {
+	for _, dist := range []string{plan.DistSequential, plan.DistUniform, plan.DistZipfian} {
 		b.Run(dist, func(b *testing.B) {
 			spec := testSpec()
 			spec.Distribution, spec.Keyspace, spec.ValueSize = dist, 100000, 256
-			spec.Mix = []dsl.OpWeight{{Op: dsl.OpPut, Weight: 0.5}, {Op: dsl.OpGet, Weight: 0.5}}
+			spec.Mix = []plan.OpWeight{{Op: plan.OpPut, Weight: 0.5}, {Op: plan.OpGet, Weight: 0.5}}
 			g := mustGen(b, spec, 0)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,5 +1,5 @@
-// Package workload is the load engine: it turns a workload (dsl.WorkloadSpec)
-// and one phase's load (dsl.LoadSpec) into operations sent through a
+// Package workload is the load engine: it turns a workload (plan.WorkloadSpec)
+// and one phase's load (plan.LoadSpec) into operations sent through a
 // stores.Client, and records each as a metrics.Sample.
 //
 // Schedules are pure functions with no clock, in the manner of k6's

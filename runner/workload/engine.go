@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/stores"
 )
@@ -28,13 +28,13 @@ const DefaultLateThreshold = time.Millisecond
 // and how it ended. Value is the value written (put, txn) or read (get).
 type HistoryOp struct {
 	ClientID int    // generator id; Preload's writers are PreloadClientBase+i
-	Op       string // dsl.OpPut, ...
+	Op       string // plan.OpPut, ...
 	Key      string
 	Value    []byte
 	Found    bool // get: the key existed
 	Call     time.Duration
 	Return   time.Duration
-	Class    string // "" on success, else one of dsl.ErrorClasses
+	Class    string // "" on success, else one of plan.ErrorClasses
 }
 
 // PreloadClientBase is the first history client id of Preload's writers,
@@ -90,7 +90,7 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // numbers never repeat across phases and a phase continues the random
 // streams of the one before.
 type Engine struct {
-	spec    dsl.WorkloadSpec
+	spec    plan.WorkloadSpec
 	client  stores.Client
 	base    time.Time
 	timeout time.Duration
@@ -105,7 +105,7 @@ type Engine struct {
 // the most workers ever running at once (concurrently only if Runs overlap).
 // All times are offsets from base, which must carry a monotonic clock reading
 // (time.Now does).
-func New(spec dsl.WorkloadSpec, client stores.Client, newSink func() metrics.Sink, base time.Time, opts ...Option) (*Engine, error) {
+func New(spec plan.WorkloadSpec, client stores.Client, newSink func() metrics.Sink, base time.Time, opts ...Option) (*Engine, error) {
 	switch {
 	case client == nil:
 		return nil, fmt.Errorf("workload %q: no store client", spec.Name)
@@ -152,7 +152,7 @@ func (e *Engine) now() time.Duration { return time.Since(e.base) }
 // When ctx is cancelled, Run stops sending; operations in flight keep their
 // own timeout (cancelling them would misclassify them), then Run returns
 // ctx's error. No goroutine outlives Run. Runs of one engine may overlap.
-func (e *Engine) Run(ctx context.Context, l dsl.LoadSpec, start time.Duration) (Stats, error) {
+func (e *Engine) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) (Stats, error) {
 	if err := e.checkLoad(l); err != nil {
 		return Stats{}, err
 	}
@@ -165,7 +165,7 @@ func (e *Engine) Run(ctx context.Context, l dsl.LoadSpec, start time.Duration) (
 		st  Stats
 		err error
 	)
-	if l.Mode == dsl.LoadClosed {
+	if l.Mode == plan.LoadClosed {
 		st, err = e.runClosed(ctx, timer, l, start)
 	} else {
 		st, err = e.runOpen(ctx, timer, l, start)
@@ -183,22 +183,22 @@ func (e *Engine) Run(ctx context.Context, l dsl.LoadSpec, start time.Duration) (
 }
 
 // checkLoad rejects a load this engine cannot run, before anything waits.
-func (e *Engine) checkLoad(l dsl.LoadSpec) error {
+func (e *Engine) checkLoad(l plan.LoadSpec) error {
 	switch {
 	case l.Workload != "" && l.Workload != e.spec.Name:
 		return fmt.Errorf("workload %q: given the load of workload %q", e.spec.Name, l.Workload)
 	case l.Duration <= 0:
 		return fmt.Errorf("workload %q: load duration must be positive, got %v", e.spec.Name, l.Duration)
-	case l.Mode == dsl.LoadClosed:
+	case l.Mode == plan.LoadClosed:
 		if l.ClientsFrom < 0 || l.ClientsTo < 0 {
 			return fmt.Errorf("workload %q: negative client count %d..%d", e.spec.Name, l.ClientsFrom, l.ClientsTo)
 		}
-	case l.Mode == dsl.LoadOpen:
+	case l.Mode == plan.LoadOpen:
 		if !(l.RateFrom >= 0 && l.RateTo >= 0) || math.IsInf(l.RateFrom, 0) || math.IsInf(l.RateTo, 0) {
 			return fmt.Errorf("workload %q: invalid rate %v..%v", e.spec.Name, l.RateFrom, l.RateTo)
 		}
 	default:
-		return fmt.Errorf("workload %q: unknown load mode %q (want %q or %q)", e.spec.Name, l.Mode, dsl.LoadClosed, dsl.LoadOpen)
+		return fmt.Errorf("workload %q: unknown load mode %q (want %q or %q)", e.spec.Name, l.Mode, plan.LoadClosed, plan.LoadOpen)
 	}
 	return nil
 }
@@ -259,14 +259,14 @@ func (w *worker) send(intended time.Duration) {
 		w.st.Failed++
 		class = res.Class
 		if class == "" {
-			class = dsl.ErrOther
+			class = plan.ErrOther
 		}
 	}
 	write := isWrite(op.Kind)
-	w.sink.Record(metrics.Sample{Workload: e.spec.Name, Op: op.Kind, Intended: intended, Start: start, End: end, Class: class, Write: write})
+	w.sink.Record(metrics.Sample{Workload: e.spec.Name, Op: op.Kind, Intended: intended, Start: start, End: end, Class: class, Write: write, Node: res.Node})
 	if h := e.opts.history; h != nil {
 		v := op.Value
-		if op.Kind == dsl.OpGet {
+		if op.Kind == plan.OpGet {
 			v = res.Value
 		}
 		h(HistoryOp{ClientID: w.gen.id, Op: op.Kind, Key: op.Key, Value: v, Found: res.Found, Call: start, Return: end, Class: class})
@@ -281,12 +281,12 @@ func (w *worker) expire(intended time.Duration) {
 	now := w.e.now()
 	w.st.Expired++
 	w.sink.Record(metrics.Sample{Workload: w.e.spec.Name, Op: op.Kind, Intended: intended, Start: now, End: now,
-		Class: dsl.ErrTimeout, Write: isWrite(op.Kind)})
+		Class: plan.ErrTimeout, Write: isWrite(op.Kind)})
 }
 
 // runClosed walks ClientSteps, starting and stopping workers; each worker
 // sends back to back until told to stop or the load's end.
-func (e *Engine) runClosed(ctx context.Context, timer *time.Timer, l dsl.LoadSpec, start time.Duration) (Stats, error) {
+func (e *Engine) runClosed(ctx context.Context, timer *time.Timer, l plan.LoadSpec, start time.Duration) (Stats, error) {
 	if l.ClientsFrom == 0 && l.ClientsTo == 0 {
 		l.ClientsFrom, l.ClientsTo = e.spec.Clients, e.spec.Clients
 	}
@@ -352,7 +352,7 @@ func (e *Engine) finish(ws []*worker, st Stats) Stats {
 // until the next arrival is due, then releases every arrival due by now in
 // one step. It starts workers lazily, up to spec.Clients, only when an
 // arrival finds none free, like k6's maxVUs.
-func (e *Engine) runOpen(ctx context.Context, timer *time.Timer, l dsl.LoadSpec, start time.Duration) (Stats, error) {
+func (e *Engine) runOpen(ctx context.Context, timer *time.Timer, l plan.LoadSpec, start time.Duration) (Stats, error) {
 	sched := Arrivals(l)
 	table := sched // workers' own copy: Next mutates sched
 	end := start + l.Duration.D()

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 )
 
 // These tests run against the real clock, so every timed expectation has a
 // wide margin: a loaded 2-core machine may wake timers late, never early.
 
-func newTestEngine(t *testing.T, spec dsl.WorkloadSpec, store *fakeStore, opts ...Option) (*Engine, *collector) {
+func newTestEngine(t *testing.T, spec plan.WorkloadSpec, store *fakeStore, opts ...Option) (*Engine, *collector) {
 	t.Helper()
 	c := &collector{}
 	e, err := New(spec, store, c.newSink, time.Now(), opts...)
@@ -26,8 +26,8 @@ func newTestEngine(t *testing.T, spec dsl.WorkloadSpec, store *fakeStore, opts .
 	return e, c
 }
 
-func closedLoad(from, to int, d time.Duration) dsl.LoadSpec {
-	return dsl.LoadSpec{Workload: "w", Mode: dsl.LoadClosed, ClientsFrom: from, ClientsTo: to, Duration: dsl.Duration(d)}
+func closedLoad(from, to int, d time.Duration) plan.LoadSpec {
+	return plan.LoadSpec{Workload: "w", Mode: plan.LoadClosed, ClientsFrom: from, ClientsTo: to, Duration: plan.Duration(d)}
 }
 
 // settle fails the test unless the goroutine count falls back to baseline.
@@ -80,13 +80,13 @@ func TestRunRejects(t *testing.T) {
 	e, _ := newTestEngine(t, testSpec(), newFakeStore(0))
 	tests := []struct {
 		name   string
-		load   dsl.LoadSpec
+		load   plan.LoadSpec
 		errHas string
 	}{
-		{name: "other workload", load: dsl.LoadSpec{Workload: "x", Mode: dsl.LoadClosed, Duration: dsl.Duration(time.Second)}, errHas: `load of workload "x"`},
-		{name: "unknown mode", load: dsl.LoadSpec{Mode: "burst", Duration: dsl.Duration(time.Second)}, errHas: "unknown load mode"},
-		{name: "no duration", load: dsl.LoadSpec{Mode: dsl.LoadClosed}, errHas: "duration must be positive"},
-		{name: "negative rate", load: dsl.LoadSpec{Mode: dsl.LoadOpen, RateFrom: -1, Duration: dsl.Duration(time.Second)}, errHas: "invalid rate"},
+		{name: "other workload", load: plan.LoadSpec{Workload: "x", Mode: plan.LoadClosed, Duration: plan.Duration(time.Second)}, errHas: `load of workload "x"`},
+		{name: "unknown mode", load: plan.LoadSpec{Mode: "burst", Duration: plan.Duration(time.Second)}, errHas: "unknown load mode"},
+		{name: "no duration", load: plan.LoadSpec{Mode: plan.LoadClosed}, errHas: "duration must be positive"},
+		{name: "negative rate", load: plan.LoadSpec{Mode: plan.LoadOpen, RateFrom: -1, Duration: plan.Duration(time.Second)}, errHas: "invalid rate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestClosedLoopThroughput(t *testing.T) {
 		t.Errorf("stats %+v, want Sent %d, Workers 4, Failed 0", st, n)
 	}
 	for _, s := range samples {
-		if s.Intended != s.Start || s.End < s.Start || s.Workload != "w" || s.Op != dsl.OpPut || !s.Write || s.Class != "" {
+		if s.Intended != s.Start || s.End < s.Start || s.Workload != "w" || s.Op != plan.OpPut || !s.Write || s.Class != "" {
 			t.Fatalf("bad closed-loop sample %+v", s)
 		}
 	}
@@ -284,7 +284,7 @@ func TestOpenLoopCorrectsForStalls(t *testing.T) {
 func TestOpenLoopExpiresBacklogAtCutoff(t *testing.T) {
 	t.Parallel()
 	spec := testSpec()
-	spec.Clients, spec.Timeout = 1, dsl.Duration(100*time.Millisecond)
+	spec.Clients, spec.Timeout = 1, plan.Duration(100*time.Millisecond)
 	store := newFakeStore(0)
 	c := &collector{}
 	base := time.Now()
@@ -307,7 +307,7 @@ func TestOpenLoopExpiresBacklogAtCutoff(t *testing.T) {
 		t.Errorf("%d expired, want about 56", st.Expired)
 	}
 	for _, s := range samples {
-		if s.Class != dsl.ErrTimeout || s.End-s.Intended < 100*time.Millisecond {
+		if s.Class != plan.ErrTimeout || s.End-s.Intended < 100*time.Millisecond {
 			t.Fatalf("sample %+v: want a timeout with at least the 100ms timeout as latency", s)
 		}
 	}
@@ -316,7 +316,7 @@ func TestOpenLoopExpiresBacklogAtCutoff(t *testing.T) {
 func TestFailuresAreRecordedNotRetried(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(time.Millisecond)
-	store.failEvery, store.failClass = 3, dsl.ErrUnavailable
+	store.failEvery, store.failClass = 3, plan.ErrUnavailable
 	e, c := newTestEngine(t, testSpec(), store)
 	st, err := e.Run(context.Background(), closedLoad(2, 2, 200*time.Millisecond), 0)
 	if err != nil {
@@ -327,10 +327,10 @@ func TestFailuresAreRecordedNotRetried(t *testing.T) {
 	for _, s := range samples {
 		switch s.Class {
 		case "":
-		case dsl.ErrUnavailable:
+		case plan.ErrUnavailable:
 			failed++
 		default:
-			t.Fatalf("sample class %q, want %q", s.Class, dsl.ErrUnavailable)
+			t.Fatalf("sample class %q, want %q", s.Class, plan.ErrUnavailable)
 		}
 	}
 	if calls := store.calls.Load(); calls != int64(len(samples)) {
@@ -345,7 +345,7 @@ func TestHistoryAndPhasesKeepValuesUnique(t *testing.T) {
 	t.Parallel()
 	spec := testSpec()
 	spec.Keyspace = 20
-	spec.Mix = []dsl.OpWeight{{Op: dsl.OpPut, Weight: 0.5}, {Op: dsl.OpGet, Weight: 0.5}}
+	spec.Mix = []plan.OpWeight{{Op: plan.OpPut, Weight: 0.5}, {Op: plan.OpGet, Weight: 0.5}}
 	h := &historyLog{}
 	e, c := newTestEngine(t, spec, newFakeStore(time.Millisecond), WithHistory(h.add))
 	for _, start := range []time.Duration{0, 150 * time.Millisecond} {
@@ -364,7 +364,7 @@ func TestHistoryAndPhasesKeepValuesUnique(t *testing.T) {
 			t.Fatalf("bad history op %+v", op)
 		}
 		switch op.Op {
-		case dsl.OpPut:
+		case plan.OpPut:
 			w, seq, ok := ParseValue(op.Value)
 			if !ok || w != op.ClientID {
 				t.Fatalf("put by client %d tagged with writer %d", op.ClientID, w)
@@ -377,7 +377,7 @@ func TestHistoryAndPhasesKeepValuesUnique(t *testing.T) {
 				t.Fatalf("value %x written twice", op.Value)
 			}
 			written[string(op.Value)] = true
-		case dsl.OpGet:
+		case plan.OpGet:
 			if op.Found {
 				if _, _, ok := ParseValue(op.Value); !ok {
 					t.Fatalf("get read an untagged value %x", op.Value)
@@ -442,7 +442,7 @@ func TestPreloadReportsFailures(t *testing.T) {
 	spec := testSpec()
 	spec.Keyspace, spec.Preload = 100, true
 	store := newFakeStore(0)
-	store.failEvery, store.failClass = 10, dsl.ErrConnection
+	store.failEvery, store.failClass = 10, plan.ErrConnection
 	e, _ := newTestEngine(t, spec, store)
 	err := e.Preload(context.Background(), 2)
 	if !errors.Is(err, ErrPreload) || !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "10 of 100") {
@@ -482,7 +482,7 @@ func TestCancelClosedLoop(t *testing.T) {
 func TestCancelOpenLoopWithBacklog(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 	spec := testSpec()
-	spec.Clients, spec.Timeout = 2, dsl.Duration(300*time.Millisecond)
+	spec.Clients, spec.Timeout = 2, plan.Duration(300*time.Millisecond)
 	store := newFakeStore(0)
 	c := &collector{}
 	base := time.Now()
@@ -506,7 +506,7 @@ func TestCancelOpenLoopWithBacklog(t *testing.T) {
 		t.Errorf("stats %+v, want 1 or 2 sent (stuck) and about 98 dropped", st)
 	}
 	for _, s := range c.samples() {
-		if s.Class != dsl.ErrTimeout {
+		if s.Class != plan.ErrTimeout {
 			t.Errorf("in-flight op ended with %q, want its own timeout, not a cancellation", s.Class)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/stores"
 )
@@ -46,7 +46,7 @@ func (f *fakeStore) Do(ctx context.Context, op stores.Op) stores.Result {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return stores.Result{Err: ctx.Err(), Class: dsl.ErrTimeout}
+			return stores.Result{Err: ctx.Err(), Class: plan.ErrTimeout}
 		}
 	}
 	if f.failEvery > 0 && n%f.failEvery == 0 {
@@ -55,11 +55,11 @@ func (f *fakeStore) Do(ctx context.Context, op stores.Op) stores.Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch op.Kind {
-	case dsl.OpPut, dsl.OpTxn:
+	case plan.OpPut, plan.OpTxn:
 		f.data[op.Key] = op.Value
-	case dsl.OpDelete:
+	case plan.OpDelete:
 		delete(f.data, op.Key)
-	case dsl.OpGet:
+	case plan.OpGet:
 		v, ok := f.data[op.Key]
 		return stores.Result{Found: ok, Value: v}
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -44,7 +44,7 @@ type Keyspace struct {
 
 // NewKeyspace checks that KeySize can hold the prefix and the widest index
 // (the same rule the DSL enforces) and returns the keyspace.
-func NewKeyspace(spec dsl.WorkloadSpec) (Keyspace, error) {
+func NewKeyspace(spec plan.WorkloadSpec) (Keyspace, error) {
 	if spec.Keyspace < 1 {
 		return Keyspace{}, fmt.Errorf("workload %q: keyspace must be at least 1, got %d", spec.Name, spec.Keyspace)
 	}
@@ -156,7 +156,7 @@ type genConfig struct {
 	rangeLimit int
 }
 
-func newGenConfig(spec dsl.WorkloadSpec) (*genConfig, error) {
+func newGenConfig(spec plan.WorkloadSpec) (*genConfig, error) {
 	keys, err := NewKeyspace(spec)
 	if err != nil {
 		return nil, err
@@ -164,11 +164,11 @@ func newGenConfig(spec dsl.WorkloadSpec) (*genConfig, error) {
 	c := &genConfig{keys: keys, seed: uint64(spec.Seed), valueSize: spec.ValueSize,
 		rangeEnd: prefixEnd(spec.KeyPrefix), rangeLimit: spec.RangeLimit}
 	switch spec.Distribution {
-	case dsl.DistUniform, "":
+	case plan.DistUniform, "":
 		c.dist = distUniform
-	case dsl.DistSequential:
+	case plan.DistSequential:
 		c.dist = distSequential
-	case dsl.DistZipfian:
+	case plan.DistZipfian:
 		c.dist, c.zipfS = distZipfian, spec.ZipfS
 		if c.zipfS == 0 {
 			c.zipfS = DefaultZipfS
@@ -178,7 +178,7 @@ func newGenConfig(spec dsl.WorkloadSpec) (*genConfig, error) {
 		}
 	default:
 		return nil, fmt.Errorf("workload %q: unknown distribution %q (want %s, %s or %s)",
-			spec.Name, spec.Distribution, dsl.DistSequential, dsl.DistUniform, dsl.DistZipfian)
+			spec.Name, spec.Distribution, plan.DistSequential, plan.DistUniform, plan.DistZipfian)
 	}
 	total := 0.0
 	for _, m := range spec.Mix {
@@ -208,7 +208,7 @@ func newGenConfig(spec dsl.WorkloadSpec) (*genConfig, error) {
 }
 
 func isOp(op string) bool {
-	for _, o := range dsl.AllOps {
+	for _, o := range plan.AllOps {
 		if o == op {
 			return true
 		}
@@ -216,8 +216,8 @@ func isOp(op string) bool {
 	return false
 }
 
-// isWrite matches dsl.WorkloadSpec.Writes: these ops may change the store.
-func isWrite(op string) bool { return op == dsl.OpPut || op == dsl.OpDelete || op == dsl.OpTxn }
+// isWrite matches plan.WorkloadSpec.Writes: these ops may change the store.
+func isWrite(op string) bool { return op == plan.OpPut || op == plan.OpDelete || op == plan.OpTxn }
 
 // Generator produces one worker's stream of operations: op kinds by the mix
 // weights, keys by the distribution, values tagged with the generator's id
@@ -234,7 +234,7 @@ type Generator struct {
 
 // NewGenerator returns generator id (0 <= id < PreloadWriter) of the workload.
 // Its randomness is seeded from spec.Seed and id, so runs are reproducible.
-func NewGenerator(spec dsl.WorkloadSpec, id int) (*Generator, error) {
+func NewGenerator(spec plan.WorkloadSpec, id int) (*Generator, error) {
 	if id < 0 || id >= PreloadWriter {
 		return nil, fmt.Errorf("workload %q: generator id %d out of range [0, %d)", spec.Name, id, PreloadWriter)
 	}
@@ -324,9 +324,9 @@ func (g *Generator) NextOp() stores.Op {
 	kind := g.pick()
 	op := stores.Op{Kind: kind.op, Key: g.NextKey()}
 	switch kind.op {
-	case dsl.OpPut, dsl.OpTxn:
+	case plan.OpPut, plan.OpTxn:
 		op.Value = g.NextValue()
-	case dsl.OpRange:
+	case plan.OpRange:
 		op.End, op.Limit = g.cfg.rangeEnd, g.cfg.rangeLimit
 	}
 	return op

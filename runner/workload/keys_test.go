@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
-func testSpec() dsl.WorkloadSpec {
-	return dsl.WorkloadSpec{
-		Name: "w", Mix: []dsl.OpWeight{{Op: dsl.OpPut, Weight: 1}},
+func testSpec() plan.WorkloadSpec {
+	return plan.WorkloadSpec{
+		Name: "w", Mix: []plan.OpWeight{{Op: plan.OpPut, Weight: 1}},
 		KeySize: 16, ValueSize: 32, Keyspace: 1000, KeyPrefix: "/s/w/",
-		Distribution: dsl.DistUniform, Seed: 42, Clients: 4, RangeLimit: 10,
+		Distribution: plan.DistUniform, Seed: 42, Clients: 4, RangeLimit: 10,
 	}
 }
 
@@ -71,11 +71,11 @@ func TestKeysSortInIndexOrder(t *testing.T) {
 func TestNewKeyspaceRejects(t *testing.T) {
 	tests := []struct {
 		name   string
-		edit   func(*dsl.WorkloadSpec)
+		edit   func(*plan.WorkloadSpec)
 		errHas string
 	}{
-		{name: "key too short", edit: func(s *dsl.WorkloadSpec) { s.KeyPrefix, s.KeySize, s.Keyspace = "/k/", 5, 1000 }, errHas: "need at least 6 bytes"},
-		{name: "empty keyspace", edit: func(s *dsl.WorkloadSpec) { s.Keyspace = 0 }, errHas: "keyspace must be at least 1"},
+		{name: "key too short", edit: func(s *plan.WorkloadSpec) { s.KeyPrefix, s.KeySize, s.Keyspace = "/k/", 5, 1000 }, errHas: "need at least 6 bytes"},
+		{name: "empty keyspace", edit: func(s *plan.WorkloadSpec) { s.Keyspace = 0 }, errHas: "keyspace must be at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,16 +92,16 @@ func TestNewKeyspaceRejects(t *testing.T) {
 func TestNewGeneratorRejects(t *testing.T) {
 	tests := []struct {
 		name   string
-		edit   func(*dsl.WorkloadSpec)
+		edit   func(*plan.WorkloadSpec)
 		id     int
 		errHas string
 	}{
-		{name: "zipf_s not above 1", edit: func(s *dsl.WorkloadSpec) { s.Distribution, s.ZipfS = dsl.DistZipfian, 0.9 }, errHas: "zipf_s"},
-		{name: "unknown distribution", edit: func(s *dsl.WorkloadSpec) { s.Distribution = "hot" }, errHas: "unknown distribution"},
-		{name: "empty mix", edit: func(s *dsl.WorkloadSpec) { s.Mix = nil }, errHas: "no positive weight"},
-		{name: "unknown op", edit: func(s *dsl.WorkloadSpec) { s.Mix = []dsl.OpWeight{{Op: "cas", Weight: 1}} }, errHas: "unknown operation"},
-		{name: "negative weight", edit: func(s *dsl.WorkloadSpec) { s.Mix = []dsl.OpWeight{{Op: "put", Weight: -1}} }, errHas: "finite number"},
-		{name: "reserved id", edit: func(*dsl.WorkloadSpec) {}, id: PreloadWriter, errHas: "out of range"},
+		{name: "zipf_s not above 1", edit: func(s *plan.WorkloadSpec) { s.Distribution, s.ZipfS = plan.DistZipfian, 0.9 }, errHas: "zipf_s"},
+		{name: "unknown distribution", edit: func(s *plan.WorkloadSpec) { s.Distribution = "hot" }, errHas: "unknown distribution"},
+		{name: "empty mix", edit: func(s *plan.WorkloadSpec) { s.Mix = nil }, errHas: "no positive weight"},
+		{name: "unknown op", edit: func(s *plan.WorkloadSpec) { s.Mix = []plan.OpWeight{{Op: "cas", Weight: 1}} }, errHas: "unknown operation"},
+		{name: "negative weight", edit: func(s *plan.WorkloadSpec) { s.Mix = []plan.OpWeight{{Op: "put", Weight: -1}} }, errHas: "finite number"},
+		{name: "reserved id", edit: func(*plan.WorkloadSpec) {}, id: PreloadWriter, errHas: "out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,7 +115,7 @@ func TestNewGeneratorRejects(t *testing.T) {
 	}
 }
 
-func mustGen(t testing.TB, spec dsl.WorkloadSpec, id int) *Generator {
+func mustGen(t testing.TB, spec plan.WorkloadSpec, id int) *Generator {
 	t.Helper()
 	g, err := NewGenerator(spec, id)
 	if err != nil {
@@ -126,7 +126,7 @@ func mustGen(t testing.TB, spec dsl.WorkloadSpec, id int) *Generator {
 
 func TestSequentialCoversKeyspace(t *testing.T) {
 	spec := testSpec()
-	spec.Distribution = dsl.DistSequential
+	spec.Distribution = plan.DistSequential
 	g := mustGen(t, spec, 0)
 	seen := make([]int, spec.Keyspace)
 	for k := range spec.Keyspace {
@@ -166,7 +166,7 @@ func TestUniformCoversKeyspace(t *testing.T) {
 
 func TestZipfianSkew(t *testing.T) {
 	spec := testSpec()
-	spec.Distribution = dsl.DistZipfian // ZipfS 0: the 1.1 default
+	spec.Distribution = plan.DistZipfian // ZipfS 0: the 1.1 default
 	g := mustGen(t, spec, 0)
 	counts := make([]int, spec.Keyspace)
 	for range 100_000 {
@@ -186,7 +186,7 @@ func TestZipfianSkew(t *testing.T) {
 
 func TestMixProportions(t *testing.T) {
 	spec := testSpec()
-	spec.Mix = []dsl.OpWeight{{Op: dsl.OpPut, Weight: 0.6}, {Op: dsl.OpGet, Weight: 0.3}, {Op: dsl.OpDelete, Weight: 0.05}, {Op: dsl.OpRange, Weight: 0.05}}
+	spec.Mix = []plan.OpWeight{{Op: plan.OpPut, Weight: 0.6}, {Op: plan.OpGet, Weight: 0.3}, {Op: plan.OpDelete, Weight: 0.05}, {Op: plan.OpRange, Weight: 0.05}}
 	g := mustGen(t, spec, 3)
 	const n = 100_000
 	counts := map[string]int{}
@@ -194,11 +194,11 @@ func TestMixProportions(t *testing.T) {
 		op := g.NextOp()
 		counts[op.Kind]++
 		switch op.Kind {
-		case dsl.OpPut:
+		case plan.OpPut:
 			if len(op.Value) != spec.ValueSize {
 				t.Fatalf("put value of %d bytes, want %d", len(op.Value), spec.ValueSize)
 			}
-		case dsl.OpRange:
+		case plan.OpRange:
 			if op.End != "/s/w0" || op.Limit != spec.RangeLimit {
 				t.Fatalf("range end %q limit %d, want the prefix end /s/w0 and %d", op.End, op.Limit, spec.RangeLimit)
 			}
@@ -231,11 +231,11 @@ func sameOps(a, b []stores.Op) bool {
 }
 
 func TestGeneratorsAreReproducible(t *testing.T) {
-	for _, dist := range []string{dsl.DistSequential, dsl.DistUniform, dsl.DistZipfian} {
+	for _, dist := range []string{plan.DistSequential, plan.DistUniform, plan.DistZipfian} {
 		t.Run(dist, func(t *testing.T) {
 			spec := testSpec()
 			spec.Distribution = dist
-			spec.Mix = []dsl.OpWeight{{Op: dsl.OpPut, Weight: 0.5}, {Op: dsl.OpGet, Weight: 0.5}}
+			spec.Mix = []plan.OpWeight{{Op: plan.OpPut, Weight: 0.5}, {Op: plan.OpGet, Weight: 0.5}}
 			a, b := draw(mustGen(t, spec, 1), 500), draw(mustGen(t, spec, 1), 500)
 			if !sameOps(a, b) {
 				t.Error("same seed and id gave different streams")

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -47,14 +47,14 @@ func (e *Engine) Preload(ctx context.Context, n int) error {
 				val := AppendValue(make([]byte, 0, size), size, PreloadWriter, uint64(i))
 				opCtx, cancel := context.WithTimeout(ctx, e.timeout)
 				call := e.now()
-				res := e.client.Do(opCtx, stores.Op{Kind: dsl.OpPut, Key: key, Value: val})
+				res := e.client.Do(opCtx, stores.Op{Kind: plan.OpPut, Key: key, Value: val})
 				ret := e.now()
 				cancel()
 				class := ""
 				if res.Err != nil {
 					class = res.Class
 					if class == "" {
-						class = dsl.ErrOther
+						class = plan.ErrOther
 					}
 					if failed.Add(1) == 1 {
 						mu.Lock()
@@ -63,7 +63,7 @@ func (e *Engine) Preload(ctx context.Context, n int) error {
 					}
 				}
 				if h := e.opts.history; h != nil {
-					h(HistoryOp{ClientID: PreloadClientBase + w, Op: dsl.OpPut, Key: key, Value: val, Call: call, Return: ret, Class: class})
+					h(HistoryOp{ClientID: PreloadClientBase + w, Op: plan.OpPut, Key: key, Value: val, Call: call, Return: ret, Class: class})
 				}
 				if d := done.Add(1); e.opts.progress != nil && (d%step == 0 || d == total) {
 					mu.Lock()

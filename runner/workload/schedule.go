@@ -6,7 +6,7 @@ import (
 	"math/bits"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // ArrivalSchedule is the open-loop timetable of one load: the offset, from
@@ -32,7 +32,7 @@ type ArrivalSchedule struct {
 
 // Arrivals returns the schedule of an open-loop load. A load with a negative
 // or non-finite rate, or no duration, has no arrivals.
-func Arrivals(l dsl.LoadSpec) ArrivalSchedule {
+func Arrivals(l plan.LoadSpec) ArrivalSchedule {
 	d := l.Duration.D()
 	ok := func(r float64) bool { return r >= 0 && !math.IsInf(r, 0) }
 	if d <= 0 || !ok(l.RateFrom) || !ok(l.RateTo) || (l.RateFrom == 0 && l.RateTo == 0) {
@@ -130,7 +130,7 @@ type ClientStep struct {
 // line from ClientsFrom to ClientsTo over Duration crosses the next integer,
 // at offset Duration·i/|to−from| (truncated to the nanosecond). A change that
 // would fall at or after Duration is left out: the load is over by then.
-func ClientSteps(l dsl.LoadSpec) []ClientStep {
+func ClientSteps(l plan.LoadSpec) []ClientStep {
 	from, to, d := l.ClientsFrom, l.ClientsTo, l.Duration.D()
 	steps := []ClientStep{{At: 0, Clients: from}}
 	if from == to || d <= 0 {

@@ -5,17 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
-func openLoad(from, to float64, d time.Duration) dsl.LoadSpec {
-	return dsl.LoadSpec{Mode: dsl.LoadOpen, RateFrom: from, RateTo: to, Duration: dsl.Duration(d)}
+func openLoad(from, to float64, d time.Duration) plan.LoadSpec {
+	return plan.LoadSpec{Mode: plan.LoadOpen, RateFrom: from, RateTo: to, Duration: plan.Duration(d)}
 }
 
 func TestArrivals(t *testing.T) {
 	tests := []struct {
 		name string
-		load dsl.LoadSpec
+		load plan.LoadSpec
 		want []time.Duration
 	}{
 		{
@@ -108,12 +108,12 @@ func TestArrivalsLongConstantIsExact(t *testing.T) {
 }
 
 func TestClientSteps(t *testing.T) {
-	closed := func(from, to int, d time.Duration) dsl.LoadSpec {
-		return dsl.LoadSpec{Mode: dsl.LoadClosed, ClientsFrom: from, ClientsTo: to, Duration: dsl.Duration(d)}
+	closed := func(from, to int, d time.Duration) plan.LoadSpec {
+		return plan.LoadSpec{Mode: plan.LoadClosed, ClientsFrom: from, ClientsTo: to, Duration: plan.Duration(d)}
 	}
 	tests := []struct {
 		name string
-		load dsl.LoadSpec
+		load plan.LoadSpec
 		want []ClientStep
 	}{
 		{name: "constant", load: closed(5, 5, time.Minute), want: []ClientStep{{0, 5}}},

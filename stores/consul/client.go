@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -24,13 +24,13 @@ const (
 	// ConsistencyDefault reads from the leader without checking that it
 	// still leads: a deposed leader may answer stale data for up to a
 	// leader lease.
-	ConsistencyDefault = "default"
+	ConsistencyDefault = plan.ConsulDefault
 	// ConsistencyConsistent (?consistent) makes the leader confirm its
 	// leadership with a quorum before answering: linearizable.
-	ConsistencyConsistent = "consistent"
+	ConsistencyConsistent = plan.ConsulConsistent
 	// ConsistencyStale (?stale) lets any server answer from its own
 	// state, even without a leader.
-	ConsistencyStale = "stale"
+	ConsistencyStale = plan.ConsulStale
 )
 
 // DefaultOpTimeout bounds an operation when ClientOptions.Timeout is zero
@@ -95,6 +95,17 @@ type server struct {
 	downUntil *atomic.Int64
 }
 
+// ClientSettings describes the settings a workload's clients run with, for
+// results.json and the report. Consul's clients have no declarable
+// settings yet.
+func ClientSettings(plan.ClientSpec) map[string]string {
+	return map[string]string{
+		"http":      "consul/api's transport: keepalive connections, no client timeout but the operation's",
+		"balancing": "each client on one server by its id, skipping for " + serverBackoff.String() + " a server that refused or dropped a connection",
+		"retries":   "none (consul/api has none): each operation is sent once",
+	}
+}
+
 // serverBackoff is how long a server that refused or dropped a connection
 // is skipped. The first op after it is the probe.
 const serverBackoff = time.Second
@@ -118,7 +129,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 	}
 	for _, ep := range opts.Endpoints {
 		if _, _, err := net.SplitHostPort(ep.ClientAddr); err != nil {
-			return nil, fmt.Errorf("consul client: %s HTTP address %q: %w", dsl.NodeName(ep.Node), ep.ClientAddr, err)
+			return nil, fmt.Errorf("consul client: %s HTTP address %q: %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
 		}
 	}
 	n := max(opts.Conns, 1)
@@ -137,7 +148,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 			cli, err := newAPIClient(ep.ClientAddr, cn.transport)
 			if err != nil {
 				c.Close()
-				return nil, fmt.Errorf("consul client: connection %d of %d to %s: %w", i+1, n, dsl.NodeName(ep.Node), err)
+				return nil, fmt.Errorf("consul client: connection %d of %d to %s: %w", i+1, n, plan.NodeName(ep.Node), err)
 			}
 			cn.servers = append(cn.servers, server{node: ep.Node, kv: cli.KV(), raw: cli.Raw(), downUntil: new(atomic.Int64)})
 		}
@@ -209,20 +220,20 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 	var res stores.Result
 	var err error
 	switch op.Kind {
-	case dsl.OpPut:
+	case plan.OpPut:
 		_, err = sv.kv.Put(&api.KVPair{Key: key, Value: op.Value}, writeOpts(ctx))
-	case dsl.OpGet:
+	case plan.OpGet:
 		var pair *api.KVPair
 		pair, _, err = sv.kv.Get(key, c.queryOpts(ctx))
 		if err == nil && pair != nil {
 			res.Found = true
 			res.Value = pair.Value
 		}
-	case dsl.OpDelete:
+	case plan.OpDelete:
 		_, err = sv.kv.Delete(key, writeOpts(ctx))
-	case dsl.OpRange:
+	case plan.OpRange:
 		res.Count, err = c.rangeCount(ctx, sv, key, strings.TrimPrefix(op.End, "/"), op.Limit)
-	case dsl.OpTxn:
+	case plan.OpTxn:
 		// One set in one transaction: a write in one round trip through
 		// the transaction endpoint. Raw().Write rather than Txn().Txn:
 		// the latter flattens a refusal into a plain error without its
@@ -230,12 +241,15 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 		ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVSet, Key: key, Value: op.Value}}}
 		_, err = sv.raw.Write("/v1/txn", ops, nil, writeOpts(ctx))
 	default:
-		err = fmt.Errorf("unsupported operation (consul supports %s)", strings.Join(dsl.AllOps, ", "))
+		err = fmt.Errorf("unsupported operation (consul supports %s)", strings.Join(plan.AllOps, ", "))
+	}
+	if err == nil {
+		res.Node = sv.node
 	}
 	if err != nil {
-		res.Err = fmt.Errorf("consul %s via %s: %w", op.Kind, dsl.NodeName(sv.node), err)
+		res.Err = fmt.Errorf("consul %s via %s: %w", op.Kind, plan.NodeName(sv.node), err)
 		res.Class = Classify(err)
-		if res.Class == dsl.ErrConnection {
+		if res.Class == plan.ErrConnection {
 			sv.downUntil.Store(time.Now().Add(serverBackoff).UnixNano())
 		}
 	}
@@ -309,7 +323,7 @@ func (c *client) Close() error {
 	return nil
 }
 
-// Classify puts a failed operation's error into one of dsl.ErrorClasses:
+// Classify puts a failed operation's error into one of plan.ErrorClasses:
 //
 //   - timeout: the client gave up waiting (its deadline) or abandoned the
 //     op, or the server gave up waiting for raft; the outcome is unknown.
@@ -326,7 +340,7 @@ func Classify(err error) string {
 	// Context errors first: net/http reports a request whose context
 	// ended with the context's error inside its *url.Error.
 	if stores.Abandoned(err) {
-		return dsl.ErrTimeout
+		return plan.ErrTimeout
 	}
 	// An HTTP answer other than the one expected: api v1.34.5 returns it as
 	// api.StatusError with the status code and the body (Consul's error
@@ -347,9 +361,9 @@ func Classify(err error) string {
 	// request that could not even be built carries Op "parse".
 	var ue *url.Error
 	if errors.As(err, &ue) && ue.Op != "parse" {
-		return dsl.ErrConnection
+		return plan.ErrConnection
 	}
-	return dsl.ErrOther
+	return plan.ErrOther
 }
 
 // unavailableMessages are Consul and raft refusals that mean "not now",
@@ -398,20 +412,20 @@ var timeoutMessages = []string{
 func classifyStatus(code int, body string) string {
 	switch {
 	case code == http.StatusTooManyRequests, code == http.StatusServiceUnavailable:
-		return dsl.ErrUnavailable
+		return plan.ErrUnavailable
 	case code == http.StatusGatewayTimeout:
-		return dsl.ErrTimeout
+		return plan.ErrTimeout
 	case code >= 500:
 		for _, m := range timeoutMessages {
 			if strings.Contains(body, m) {
-				return dsl.ErrTimeout
+				return plan.ErrTimeout
 			}
 		}
 		for _, m := range unavailableMessages {
 			if strings.Contains(body, m) {
-				return dsl.ErrUnavailable
+				return plan.ErrUnavailable
 			}
 		}
 	}
-	return dsl.ErrOther
+	return plan.ErrOther
 }

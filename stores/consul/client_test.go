@@ -20,7 +20,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -36,47 +36,47 @@ func TestClassify(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 
-		{"context deadline", context.DeadlineExceeded, dsl.ErrTimeout},
-		{"deadline inside url.Error", &url.Error{Op: "Put", URL: "http://127.0.0.1:8500/v1/kv/k", Err: context.DeadlineExceeded}, dsl.ErrTimeout},
-		{"canceled", fmt.Errorf("consul get: %w", context.Canceled), dsl.ErrTimeout},
-		{"net timeout", &url.Error{Op: "Get", Err: &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}}, dsl.ErrTimeout},
-		{"server gave up enqueuing", status(500, "timed out enqueuing operation"), dsl.ErrTimeout},
-		{"gateway timeout", status(504, ""), dsl.ErrTimeout},
+		{"context deadline", context.DeadlineExceeded, plan.ErrTimeout},
+		{"deadline inside url.Error", &url.Error{Op: "Put", URL: "http://127.0.0.1:8500/v1/kv/k", Err: context.DeadlineExceeded}, plan.ErrTimeout},
+		{"canceled", fmt.Errorf("consul get: %w", context.Canceled), plan.ErrTimeout},
+		{"net timeout", &url.Error{Op: "Get", Err: &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}}, plan.ErrTimeout},
+		{"server gave up enqueuing", status(500, "timed out enqueuing operation"), plan.ErrTimeout},
+		{"gateway timeout", status(504, ""), plan.ErrTimeout},
 
-		{"no leader", status(500, "No cluster leader"), dsl.ErrUnavailable},
-		{"no leader, forwarded", status(500, "rpc error making call: No cluster leader"), dsl.ErrUnavailable},
-		{"leadership lost", status(500, "rpc error making call: leadership lost while committing log"), dsl.ErrUnavailable},
-		{"not the leader", status(500, "node is not the leader"), dsl.ErrUnavailable},
-		{"raft shutdown", status(500, "raft is already shutdown"), dsl.ErrUnavailable},
-		{"leader not tracked", status(500, "Raft leader not found in server lookup mapping"), dsl.ErrUnavailable},
-		{"not ready for consistent reads", status(500, "Not ready to serve consistent reads"), dsl.ErrUnavailable},
-		{"forward to a dead leader", status(500, "rpc error making call: EOF"), dsl.ErrUnavailable},
-		{"leader unreachable", status(500, "rpc error getting client: failed to get conn: dial tcp 127.0.0.1:8300: connect: connection refused"), dsl.ErrUnavailable},
-		{"yamux broke", status(500, "rpc error making call: session shutdown"), dsl.ErrUnavailable},
-		{"yamux stream closed", status(500, "rpc error making call: stream closed"), dsl.ErrUnavailable},
-		{"leader connection lost", status(500, "rpc error getting client: failed to get conn: rpc error: lead thread didn't get connection"), dsl.ErrUnavailable},
-		{"broken pipe to the leader", status(500, "rpc error making call: write tcp 127.0.0.1:1->127.0.0.1:2: write: broken pipe"), dsl.ErrUnavailable},
-		{"rate limited", status(429, "rate limit exceeded, try again later or against a different server"), dsl.ErrUnavailable},
-		{"rate limited elsewhere", status(503, "rate limit exceeded for operation that can only be performed by the leader, try again later"), dsl.ErrUnavailable},
-		{"503 without a body", status(503, ""), dsl.ErrUnavailable},
-		{"pointer status error", &api.StatusError{Code: 500, Body: "No cluster leader"}, dsl.ErrUnavailable},
+		{"no leader", status(500, "No cluster leader"), plan.ErrUnavailable},
+		{"no leader, forwarded", status(500, "rpc error making call: No cluster leader"), plan.ErrUnavailable},
+		{"leadership lost", status(500, "rpc error making call: leadership lost while committing log"), plan.ErrUnavailable},
+		{"not the leader", status(500, "node is not the leader"), plan.ErrUnavailable},
+		{"raft shutdown", status(500, "raft is already shutdown"), plan.ErrUnavailable},
+		{"leader not tracked", status(500, "Raft leader not found in server lookup mapping"), plan.ErrUnavailable},
+		{"not ready for consistent reads", status(500, "Not ready to serve consistent reads"), plan.ErrUnavailable},
+		{"forward to a dead leader", status(500, "rpc error making call: EOF"), plan.ErrUnavailable},
+		{"leader unreachable", status(500, "rpc error getting client: failed to get conn: dial tcp 127.0.0.1:8300: connect: connection refused"), plan.ErrUnavailable},
+		{"yamux broke", status(500, "rpc error making call: session shutdown"), plan.ErrUnavailable},
+		{"yamux stream closed", status(500, "rpc error making call: stream closed"), plan.ErrUnavailable},
+		{"leader connection lost", status(500, "rpc error getting client: failed to get conn: rpc error: lead thread didn't get connection"), plan.ErrUnavailable},
+		{"broken pipe to the leader", status(500, "rpc error making call: write tcp 127.0.0.1:1->127.0.0.1:2: write: broken pipe"), plan.ErrUnavailable},
+		{"rate limited", status(429, "rate limit exceeded, try again later or against a different server"), plan.ErrUnavailable},
+		{"rate limited elsewhere", status(503, "rate limit exceeded for operation that can only be performed by the leader, try again later"), plan.ErrUnavailable},
+		{"503 without a body", status(503, ""), plan.ErrUnavailable},
+		{"pointer status error", &api.StatusError{Code: 500, Body: "No cluster leader"}, plan.ErrUnavailable},
 
-		{"dial refused", &url.Error{Op: "Put", Err: refused}, dsl.ErrConnection},
-		{"reset", &url.Error{Op: "Get", Err: fmt.Errorf("read: %w", syscall.ECONNRESET)}, dsl.ErrConnection},
-		{"eof", &url.Error{Op: "Put", Err: io.EOF}, dsl.ErrConnection},
-		{"body cut short", fmt.Errorf("decode: %w", io.ErrUnexpectedEOF), dsl.ErrConnection},
-		{"closed", net.ErrClosed, dsl.ErrConnection},
-		{"unreachable", &url.Error{Op: "Get", Err: syscall.EHOSTUNREACH}, dsl.ErrConnection},
-		{"server closed idle connection", &url.Error{Op: "Put", Err: errors.New("http: server closed idle connection")}, dsl.ErrConnection},
+		{"dial refused", &url.Error{Op: "Put", Err: refused}, plan.ErrConnection},
+		{"reset", &url.Error{Op: "Get", Err: fmt.Errorf("read: %w", syscall.ECONNRESET)}, plan.ErrConnection},
+		{"eof", &url.Error{Op: "Put", Err: io.EOF}, plan.ErrConnection},
+		{"body cut short", fmt.Errorf("decode: %w", io.ErrUnexpectedEOF), plan.ErrConnection},
+		{"closed", net.ErrClosed, plan.ErrConnection},
+		{"unreachable", &url.Error{Op: "Get", Err: syscall.EHOSTUNREACH}, plan.ErrConnection},
+		{"server closed idle connection", &url.Error{Op: "Put", Err: errors.New("http: server closed idle connection")}, plan.ErrConnection},
 
-		{"missing key", status(400, "Missing key name"), dsl.ErrOther},
-		{"too large", status(413, "Request body too large"), dsl.ErrOther},
-		{"txn rolled back", status(409, `{"Results":null,"Errors":[{"OpIndex":0,"What":"failed"}]}`), dsl.ErrOther},
-		{"permission denied", status(403, "Permission denied"), dsl.ErrOther},
-		{"unknown 500", status(500, "invalid session"), dsl.ErrOther},
-		{"no leader words in a 400", status(400, "No cluster leader"), dsl.ErrOther},
-		{"bad url", &url.Error{Op: "parse", Err: errors.New("invalid port")}, dsl.ErrOther},
-		{"plain error", errors.New("No cluster leader"), dsl.ErrOther},
+		{"missing key", status(400, "Missing key name"), plan.ErrOther},
+		{"too large", status(413, "Request body too large"), plan.ErrOther},
+		{"txn rolled back", status(409, `{"Results":null,"Errors":[{"OpIndex":0,"What":"failed"}]}`), plan.ErrOther},
+		{"permission denied", status(403, "Permission denied"), plan.ErrOther},
+		{"unknown 500", status(500, "invalid session"), plan.ErrOther},
+		{"no leader words in a 400", status(400, "No cluster leader"), plan.ErrOther},
+		{"bad url", &url.Error{Op: "parse", Err: errors.New("invalid port")}, plan.ErrOther},
+		{"plain error", errors.New("No cluster leader"), plan.ErrOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,23 +232,23 @@ func TestClientOps(t *testing.T) {
 				return res
 			}
 			f.take()
-			do(stores.Op{Kind: dsl.OpPut, Key: "/scenario/kv/000001", Value: []byte("one")})
-			do(stores.Op{Kind: dsl.OpTxn, Key: "/scenario/kv/000002", Value: []byte("two")})
-			do(stores.Op{Kind: dsl.OpPut, Key: "/scenario/kv/000003", Value: []byte("three")})
-			if res := do(stores.Op{Kind: dsl.OpGet, Key: "/scenario/kv/000002"}); !res.Found || string(res.Value) != "two" {
+			do(stores.Op{Kind: plan.OpPut, Key: "/scenario/kv/000001", Value: []byte("one")})
+			do(stores.Op{Kind: plan.OpTxn, Key: "/scenario/kv/000002", Value: []byte("two")})
+			do(stores.Op{Kind: plan.OpPut, Key: "/scenario/kv/000003", Value: []byte("three")})
+			if res := do(stores.Op{Kind: plan.OpGet, Key: "/scenario/kv/000002"}); !res.Found || string(res.Value) != "two" {
 				t.Errorf("get after txn: %+v", res)
 			}
-			if res := do(stores.Op{Kind: dsl.OpRange, Key: "/scenario/kv/000002", End: "/scenario/kv0", Limit: 5}); res.Count != 2 {
+			if res := do(stores.Op{Kind: plan.OpRange, Key: "/scenario/kv/000002", End: "/scenario/kv0", Limit: 5}); res.Count != 2 {
 				t.Errorf("range from 000002: %d keys, want 2", res.Count)
 			}
-			if res := do(stores.Op{Kind: dsl.OpRange, Key: "/scenario/kv/", Limit: 1}); res.Count != 1 {
+			if res := do(stores.Op{Kind: plan.OpRange, Key: "/scenario/kv/", Limit: 1}); res.Count != 1 {
 				t.Errorf("prefix range with limit 1: %d keys", res.Count)
 			}
-			do(stores.Op{Kind: dsl.OpDelete, Key: "/scenario/kv/000002"})
-			if res := do(stores.Op{Kind: dsl.OpGet, Key: "/scenario/kv/000002"}); res.Found {
+			do(stores.Op{Kind: plan.OpDelete, Key: "/scenario/kv/000002"})
+			if res := do(stores.Op{Kind: plan.OpGet, Key: "/scenario/kv/000002"}); res.Found {
 				t.Errorf("get after delete: %+v", res)
 			}
-			if res := do(stores.Op{Kind: dsl.OpRange, Key: "/nothing/"}); res.Count != 0 {
+			if res := do(stores.Op{Kind: plan.OpRange, Key: "/nothing/"}); res.Count != 0 {
 				t.Errorf("empty range: %+v", res)
 			}
 			want := []string{
@@ -304,7 +304,7 @@ func TestClientPinsConnections(t *testing.T) {
 	for client, want := range map[int]*fakeConsul{0: a, 1: b, 2: a, 3: b, 4: a, 5: b} {
 		a.take()
 		b.take()
-		if res := cli.Do(context.Background(), stores.Op{Kind: dsl.OpPut, Key: "k", Value: []byte("v"), Client: client}); res.Err != nil {
+		if res := cli.Do(context.Background(), stores.Op{Kind: plan.OpPut, Key: "k", Value: []byte("v"), Client: client}); res.Err != nil {
 			t.Fatal(res.Err)
 		}
 		if got := want.take(); len(got) != 1 {
@@ -317,7 +317,7 @@ func TestClientPinsConnections(t *testing.T) {
 	// Keep-alive: the same workload client reuses its connection.
 	before := dials.Load()
 	for range 5 {
-		cli.Do(context.Background(), stores.Op{Kind: dsl.OpGet, Key: "k", Client: 1})
+		cli.Do(context.Background(), stores.Op{Kind: plan.OpGet, Key: "k", Client: 1})
 	}
 	if d := dials.Load() - before; d != 0 {
 		t.Errorf("5 sequential gets dialed %d new connections", d)
@@ -335,14 +335,14 @@ func TestClientErrors(t *testing.T) {
 		fail string
 		want string
 	}{
-		{"No cluster leader", dsl.ErrUnavailable},
-		{"rpc error making call: leadership lost while committing log", dsl.ErrUnavailable},
-		{"hang", dsl.ErrTimeout},
+		{"No cluster leader", plan.ErrUnavailable},
+		{"rpc error making call: leadership lost while committing log", plan.ErrUnavailable},
+		{"hang", plan.ErrTimeout},
 	} {
 		f.mu.Lock()
 		f.fail = tt.fail
 		f.mu.Unlock()
-		for _, kind := range dsl.AllOps {
+		for _, kind := range plan.AllOps {
 			start := time.Now()
 			res := cli.Do(context.Background(), stores.Op{Kind: kind, Key: "/k", End: "/l", Value: []byte("v")})
 			if res.Err == nil || res.Class != tt.want {
@@ -357,11 +357,11 @@ func TestClientErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if res := cli.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: "k"}); res.Class != dsl.ErrTimeout || time.Since(start) > 250*time.Millisecond {
+	if res := cli.Do(ctx, stores.Op{Kind: plan.OpGet, Key: "k"}); res.Class != plan.ErrTimeout || time.Since(start) > 250*time.Millisecond {
 		t.Errorf("get with a 50ms deadline: %v (class %q) after %s", res.Err, res.Class, time.Since(start))
 	}
 	res := cli.Do(context.Background(), stores.Op{Kind: "scan", Key: "k"})
-	if res.Err == nil || res.Class != dsl.ErrOther {
+	if res.Err == nil || res.Class != plan.ErrOther {
 		t.Errorf("unknown op: %v (class %q), want class other", res.Err, res.Class)
 	}
 }
@@ -376,8 +376,8 @@ func TestClientMovesOffADownServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	put := stores.Op{Kind: dsl.OpPut, Key: "k", Value: []byte("v"), Client: 0}
-	if res := cli.Do(context.Background(), put); res.Class != dsl.ErrConnection || !strings.Contains(res.Err.Error(), "via n1") {
+	put := stores.Op{Kind: plan.OpPut, Key: "k", Value: []byte("v"), Client: 0}
+	if res := cli.Do(context.Background(), put); res.Class != plan.ErrConnection || !strings.Contains(res.Err.Error(), "via n1") {
 		t.Fatalf("first put: %v (class %q), want a connection error via n1", res.Err, res.Class)
 	}
 	up.take()
@@ -388,7 +388,7 @@ func TestClientMovesOffADownServer(t *testing.T) {
 		t.Errorf("n2 got %q, want the one put", got)
 	}
 	time.Sleep(serverBackoff + 50*time.Millisecond)
-	if res := cli.Do(context.Background(), put); res.Class != dsl.ErrConnection || !strings.Contains(res.Err.Error(), "via n1") {
+	if res := cli.Do(context.Background(), put); res.Class != plan.ErrConnection || !strings.Contains(res.Err.Error(), "via n1") {
 		t.Errorf("put after the backoff: %v (class %q), want n1 tried again", res.Err, res.Class)
 	}
 }
@@ -414,7 +414,7 @@ func TestClientWithNoServerUp(t *testing.T) {
 		t.Fatalf("NewClient with no server up: %v", err)
 	}
 	defer cli.Close()
-	for i, kind := range dsl.AllOps {
+	for i, kind := range plan.AllOps {
 		// Client 1 starts on n2, then moves to n1, then, with both
 		// backing off, keeps to its own.
 		via := map[int]string{0: "via n2", 1: "via n1"}[i]
@@ -422,7 +422,7 @@ func TestClientWithNoServerUp(t *testing.T) {
 			via = "via n2"
 		}
 		res := cli.Do(context.Background(), stores.Op{Kind: kind, Key: "k", Value: []byte("v"), Client: 1})
-		if res.Err == nil || res.Class != dsl.ErrConnection || !strings.Contains(res.Err.Error(), via) {
+		if res.Err == nil || res.Class != plan.ErrConnection || !strings.Contains(res.Err.Error(), via) {
 			t.Errorf("%s: %v (class %q), want a connection error %s", kind, res.Err, res.Class, via)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/storetest"
 )
@@ -30,7 +30,7 @@ func integrationVersion() string {
 	if v := os.Getenv("SCENARIO_CONSUL_TEST_VERSION"); v != "" {
 		return strings.TrimPrefix(v, "v")
 	}
-	return dsl.DefaultVersion(dsl.StoreConsul)
+	return plan.DefaultVersion(plan.StoreConsul)
 }
 
 // logWriter turns Install's progress lines into test log lines.
@@ -45,7 +45,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 type testCluster struct {
 	t     *testing.T
 	bin   string
-	spec  dsl.ClusterSpec
+	spec  plan.ClusterSpec
 	dir   string
 	eps   []stores.Endpoint
 	procs map[int]*exec.Cmd // live servers by node
@@ -66,7 +66,7 @@ func loopbackEndpoints(t *testing.T, n int) []stores.Endpoint {
 // startCluster starts a server of bin for each of eps with data in a temp
 // dir. Cleanup kills and reaps every server before the temp dir is
 // removed, and prints the end of each log if the test failed.
-func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec, eps []stores.Endpoint) *testCluster {
+func startCluster(t *testing.T, bin string, spec plan.ClusterSpec, eps []stores.Endpoint) *testCluster {
 	t.Helper()
 	dir := t.TempDir() // registered first, so removed after the kill below
 	c := &testCluster{t: t, bin: bin, spec: spec, dir: dir, eps: eps, procs: map[int]*exec.Cmd{}, logs: map[int]string{}}
@@ -77,7 +77,7 @@ func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec, eps []stores.E
 		if t.Failed() {
 			for n := 1; n <= spec.Nodes; n++ {
 				b, _ := os.ReadFile(c.logs[n])
-				t.Logf("log of %s (last 4 KiB):\n%s", dsl.NodeName(n), storetest.Tail(b, 4096))
+				t.Logf("log of %s (last 4 KiB):\n%s", plan.NodeName(n), storetest.Tail(b, 4096))
 			}
 		}
 	})
@@ -91,11 +91,11 @@ func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec, eps []stores.E
 // from an earlier start it is a restart.
 func (c *testCluster) start(n int) {
 	c.t.Helper()
-	args, err := Args(c.spec, n, c.eps, filepath.Join(c.dir, dsl.NodeName(n)))
+	args, err := Args(c.spec, n, c.eps, filepath.Join(c.dir, plan.NodeName(n)))
 	if err != nil {
-		c.t.Fatalf("Args for %s: %v", dsl.NodeName(n), err)
+		c.t.Fatalf("Args for %s: %v", plan.NodeName(n), err)
 	}
-	logPath := filepath.Join(c.dir, dsl.NodeName(n)+".log")
+	logPath := filepath.Join(c.dir, plan.NodeName(n)+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
@@ -108,7 +108,7 @@ func (c *testCluster) start(n int) {
 	err = cmd.Start()
 	logFile.Close() // the child has its own descriptor
 	if err != nil {
-		c.t.Fatalf("start %s: %v", dsl.NodeName(n), err)
+		c.t.Fatalf("start %s: %v", plan.NodeName(n), err)
 	}
 	c.procs[n] = cmd
 	c.logs[n] = logPath
@@ -122,7 +122,7 @@ func (c *testCluster) kill(n int) {
 	}
 	delete(c.procs, n)
 	if err := cmd.Process.Kill(); err != nil {
-		c.t.Errorf("kill %s: %v", dsl.NodeName(n), err)
+		c.t.Errorf("kill %s: %v", plan.NodeName(n), err)
 	}
 	_ = cmd.Wait() // "signal: killed" is the expected outcome
 }
@@ -136,9 +136,9 @@ func TestIntegration(t *testing.T) {
 	version := integrationVersion()
 	bin := install(t, ctx, version)
 
-	spec := dsl.ClusterSpec{
-		Name: "it", Store: dsl.StoreConsul, Version: version, Nodes: 3,
-		Consul: &dsl.ConsulKnobs{RaftMultiplier: 1, RaftSnapshotThreshold: 1024},
+	spec := plan.ClusterSpec{
+		Name: "it", Store: plan.StoreConsul, Version: version, Nodes: 3,
+		Consul: &plan.ConsulKnobs{RaftMultiplier: 1, RaftSnapshotThreshold: 1024},
 	}
 	started := time.Now()
 	c := startCluster(t, bin, spec, loopbackEndpoints(t, spec.Nodes))
@@ -193,10 +193,10 @@ func TestIntegration(t *testing.T) {
 	for _, p := range []struct {
 		name, consistency, kind string
 	}{
-		{"put", ConsistencyDefault, dsl.OpPut},
-		{"get default", ConsistencyDefault, dsl.OpGet},
-		{"get consistent", ConsistencyConsistent, dsl.OpGet},
-		{"get stale", ConsistencyStale, dsl.OpGet},
+		{"put", ConsistencyDefault, plan.OpPut},
+		{"get default", ConsistencyDefault, plan.OpGet},
+		{"get consistent", ConsistencyConsistent, plan.OpGet},
+		{"get stale", ConsistencyStale, plan.OpGet},
 	} {
 		cli, err := NewClient(ctx, stores.ClientOptions{Endpoints: survivors, Conns: 2, Consistency: p.consistency, Timeout: time.Second})
 		if err != nil {
@@ -254,7 +254,7 @@ func TestIntegration(t *testing.T) {
 			}
 		})
 	}
-	if res := toOld.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "/failover/old", Value: []byte("1")}); res.Class != dsl.ErrConnection {
+	if res := toOld.Do(ctx, stores.Op{Kind: plan.OpPut, Key: "/failover/old", Value: []byte("1")}); res.Class != plan.ErrConnection {
 		t.Errorf("put to the killed leader: %v (class %q), want a connection error", res.Err, res.Class)
 	}
 
@@ -291,7 +291,7 @@ func TestIntegration(t *testing.T) {
 		// Client 1 and 2 use connections to n2 and n3 in endpoint order;
 		// pick one that goes to a survivor.
 		client := survivors[0].Node - 1
-		if res := after.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "/failover/after", Value: []byte("3"), Client: client}); res.Err != nil {
+		if res := after.Do(ctx, stores.Op{Kind: plan.OpPut, Key: "/failover/after", Value: []byte("3"), Client: client}); res.Err != nil {
 			return res.Err.Error()
 		}
 		return ""
@@ -310,7 +310,7 @@ func TestIntegration(t *testing.T) {
 			}
 			classes[r.class]++
 			lastFail = r.at
-			if !slices.Contains([]string{dsl.ErrTimeout, dsl.ErrUnavailable, dsl.ErrConnection}, r.class) {
+			if !slices.Contains([]string{plan.ErrTimeout, plan.ErrUnavailable, plan.ErrConnection}, r.class) {
 				t.Errorf("%s at +%s: %v classified %q", p.name, r.at.Round(time.Millisecond), r.err, r.class)
 			}
 		}
@@ -353,7 +353,7 @@ func TestIntegration(t *testing.T) {
 	}
 	t.Logf("restarted n%d rejoined in %s", old, time.Since(restarted).Round(time.Millisecond))
 	storetest.WaitFor(t, ctx, 15*time.Second, "read through the restarted server", func() string {
-		res := toOld.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: "/failover/after"})
+		res := toOld.Do(ctx, stores.Op{Kind: plan.OpGet, Key: "/failover/after"})
 		if res.Err != nil || !res.Found || string(res.Value) != "3" {
 			return fmt.Sprintf("%+v", res)
 		}
@@ -403,7 +403,7 @@ func TestIntegrationFixedPorts(t *testing.T) {
 	}
 	version := integrationVersion()
 	bin := install(t, ctx, version)
-	spec := dsl.ClusterSpec{Name: "fixed", Store: dsl.StoreConsul, Version: version, Nodes: 3, Consul: &dsl.ConsulKnobs{RaftMultiplier: 1}}
+	spec := plan.ClusterSpec{Name: "fixed", Store: plan.StoreConsul, Version: version, Nodes: 3, Consul: &plan.ConsulKnobs{RaftMultiplier: 1}}
 	c := startCluster(t, bin, spec, eps)
 	if err := WaitReady(ctx, c.eps, time.Minute); err != nil {
 		t.Fatalf("WaitReady: %v", err)
@@ -428,7 +428,7 @@ func concurrentPuts(t *testing.T, ctx context.Context, eps []stores.Endpoint) {
 	for i := range clients {
 		wg.Go(func() {
 			for j := range each {
-				res := cli.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: fmt.Sprintf("/concurrent/%03d", (i*each+j)%100), Value: []byte("v"), Client: i})
+				res := cli.Do(ctx, stores.Op{Kind: plan.OpPut, Key: fmt.Sprintf("/concurrent/%03d", (i*each+j)%100), Value: []byte("v"), Client: i})
 				if res.Err != nil {
 					errs <- fmt.Errorf("%s: %w", res.Class, res.Err)
 				}
@@ -467,6 +467,10 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 		if res.Err != nil {
 			t.Fatalf("%s %q: %v (class %s)", op.Kind, op.Key, res.Err, res.Class)
 		}
+		storetest.CheckServed(t, res, eps)
+		if want := eps[op.Client%len(eps)].Node; res.Node != want {
+			t.Errorf("%s by client %d answered by %s, want %s (its server)", op.Kind, op.Client, plan.NodeName(res.Node), plan.NodeName(want))
+		}
 		return res
 	}
 	// A stale read may be answered by a server that has not applied the
@@ -488,27 +492,27 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 	}
 
 	for _, k := range []string{"a", "b", "c"} {
-		do(stores.Op{Kind: dsl.OpPut, Key: p + k, Value: []byte("v" + k)})
+		do(stores.Op{Kind: plan.OpPut, Key: p + k, Value: []byte("v" + k)})
 	}
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "va" })
-	if res := do(stores.Op{Kind: dsl.OpGet, Key: p + "missing"}); res.Found {
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "va" })
+	if res := do(stores.Op{Kind: plan.OpGet, Key: p + "missing"}); res.Found {
 		t.Errorf("get of a missing key: %+v", res)
 	}
-	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 })
-	read(stores.Op{Kind: dsl.OpRange, Key: p + "a", End: p + "c"}, func(r stores.Result) bool { return r.Count == 2 })
-	read(stores.Op{Kind: dsl.OpRange, Key: p + "b", End: strings.TrimSuffix(p, "/") + "0"}, func(r stores.Result) bool { return r.Count == 2 })
-	if res := do(stores.Op{Kind: dsl.OpRange, Key: p, Limit: 1}); res.Count != 1 {
+	read(stores.Op{Kind: plan.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 })
+	read(stores.Op{Kind: plan.OpRange, Key: p + "a", End: p + "c"}, func(r stores.Result) bool { return r.Count == 2 })
+	read(stores.Op{Kind: plan.OpRange, Key: p + "b", End: strings.TrimSuffix(p, "/") + "0"}, func(r stores.Result) bool { return r.Count == 2 })
+	if res := do(stores.Op{Kind: plan.OpRange, Key: p, Limit: 1}); res.Count != 1 {
 		t.Errorf("range with limit 1 returned %d keys", res.Count)
 	}
 
-	do(stores.Op{Kind: dsl.OpTxn, Key: p + "a", Value: []byte("txn")})
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return string(r.Value) == "txn" })
-	do(stores.Op{Kind: dsl.OpTxn, Key: p + "new", Value: []byte("fresh")})
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "new"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "fresh" })
+	do(stores.Op{Kind: plan.OpTxn, Key: p + "a", Value: []byte("txn")})
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return string(r.Value) == "txn" })
+	do(stores.Op{Kind: plan.OpTxn, Key: p + "new", Value: []byte("fresh")})
+	read(stores.Op{Kind: plan.OpGet, Key: p + "new"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "fresh" })
 
-	do(stores.Op{Kind: dsl.OpDelete, Key: p + "a"})
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
-	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
+	do(stores.Op{Kind: plan.OpDelete, Key: p + "a"})
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
+	read(stores.Op{Kind: plan.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
 }
 
 var portRE = regexp.MustCompile(`:[0-9]{2,5}\b`)

@@ -39,7 +39,7 @@ var buildEnv = []string{"GONOSUMDB=github.com/hashicorp/consul/*,github.com/hash
 // two cores) and reusing the cached binary afterwards. Concurrent installs
 // of one version, in this process or others, build it once.
 func Install(ctx context.Context, opts InstallOptions) (string, error) {
-	v, err := parseVersion(opts.Version)
+	v, err := ParseVersion(opts.Version)
 	if err != nil {
 		return "", err
 	}
@@ -53,7 +53,7 @@ func Install(ctx context.Context, opts InstallOptions) (string, error) {
 // Exists returns the cached Consul binary of version, and whether it is
 // there. It builds nothing.
 func Exists(version, cacheDir string) (string, bool) {
-	v, err := parseVersion(version)
+	v, err := ParseVersion(version)
 	if err != nil {
 		return "", false
 	}
@@ -78,12 +78,12 @@ func target(v gobuild.Version) gobuild.Target {
 // a bound keeps fuzzed versions from meaning anything.
 const maxComponent = 9999
 
-// parseVersion accepts "1.20.2" and "v1.20.2". Pre-releases are allowed
+// ParseVersion accepts "1.20.2" and "v1.20.2". Pre-releases are allowed
 // because Consul publishes them as module versions (v1.21.0-rc1); build
 // metadata ("+ent") is not: the enterprise build is not on the module
 // proxy. Only 1.x exists as module github.com/hashicorp/consul; a v2 would
 // need a /v2 module path.
-func parseVersion(s string) (gobuild.Version, error) {
+func ParseVersion(s string) (gobuild.Version, error) {
 	v, err := gobuild.ParseVersion("consul", "1.20.2", s)
 	if err != nil {
 		return gobuild.Version{}, err

@@ -32,14 +32,14 @@ func TestParseVersion(t *testing.T) {
 		{"V1.20.2", ""},
 	}
 	for _, tt := range tests {
-		v, err := parseVersion(tt.in)
+		v, err := ParseVersion(tt.in)
 		switch {
 		case tt.want == "" && err == nil:
-			t.Errorf("parseVersion(%q) = %s, want an error", tt.in, v)
+			t.Errorf("ParseVersion(%q) = %s, want an error", tt.in, v)
 		case tt.want != "" && err != nil:
-			t.Errorf("parseVersion(%q): %v", tt.in, err)
+			t.Errorf("ParseVersion(%q): %v", tt.in, err)
 		case tt.want != "" && v.String() != tt.want:
-			t.Errorf("parseVersion(%q) = %s, want %s", tt.in, v, tt.want)
+			t.Errorf("ParseVersion(%q) = %s, want %s", tt.in, v, tt.want)
 		}
 	}
 }
@@ -51,26 +51,26 @@ func FuzzParseVersion(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parseVersion(s)
+		v, err := ParseVersion(s)
 		if err != nil {
 			return
 		}
 		out := v.String()
 		if strings.ContainsAny(out, "/\\@ \t\n\x00") || strings.Contains(out, "..") || filepath.Base(out) != out {
-			t.Fatalf("parseVersion(%q) = %q: not a safe path element", s, out)
+			t.Fatalf("ParseVersion(%q) = %q: not a safe path element", s, out)
 		}
 		if out != s && out != "v"+s {
-			t.Fatalf("parseVersion(%q) = %q: not the same version", s, out)
+			t.Fatalf("ParseVersion(%q) = %q: not the same version", s, out)
 		}
-		again, err := parseVersion(out)
+		again, err := ParseVersion(out)
 		if err != nil || again != v {
-			t.Fatalf("parseVersion(%q) = %+v, %v; want %+v", out, again, err, v)
+			t.Fatalf("ParseVersion(%q) = %+v, %v; want %+v", out, again, err, v)
 		}
 	})
 }
 
 func TestTarget(t *testing.T) {
-	v, err := parseVersion("1.20.2")
+	v, err := ParseVersion("1.20.2")
 	if err != nil {
 		t.Fatal(err)
 	}

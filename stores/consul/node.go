@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -72,7 +72,7 @@ type Timing struct {
 // must imply the same multiplier, raft_multiplier included. Anything else
 // is an error that says which values would work, rather than a config
 // Consul would quietly run differently.
-func RaftTiming(k *dsl.ConsulKnobs) (Timing, error) {
+func RaftTiming(k *plan.ConsulKnobs) (Timing, error) {
 	t := Timing{RaftMultiplier: defaultRaftMultiplier}
 	var from string // which knob chose the multiplier
 	choose := func(name string, m int) error {
@@ -91,7 +91,7 @@ func RaftTiming(k *dsl.ConsulKnobs) (Timing, error) {
 		}
 		for _, knob := range []struct {
 			name string
-			v    dsl.Duration
+			v    plan.Duration
 			base time.Duration
 		}{
 			{"heartbeat_timeout", k.HeartbeatTimeout, baseHeartbeatTimeout},
@@ -194,7 +194,7 @@ type nodeAddrs struct {
 // Consul server whose members are eps. Knobs left at zero in c.Consul keep
 // Consul's defaults. The same arguments restart the node: with its data dir
 // in place it rejoins as the same server.
-func Args(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) ([]string, error) {
+func Args(c plan.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) ([]string, error) {
 	members := slices.Clone(eps)
 	slices.SortFunc(members, func(a, b stores.Endpoint) int { return cmp.Compare(a.Node, b.Node) })
 	var self *nodeAddrs
@@ -202,7 +202,7 @@ func Args(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) ([
 	for _, ep := range members {
 		a, err := endpointAddrs(ep)
 		if err != nil {
-			return nil, fmt.Errorf("consul %s: %w", dsl.NodeName(ep.Node), err)
+			return nil, fmt.Errorf("consul %s: %w", plan.NodeName(ep.Node), err)
 		}
 		if ep.Node == node {
 			self = &a
@@ -223,11 +223,11 @@ func Args(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) ([
 		return nil, fmt.Errorf("consul config: %w", err)
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("consul %s data dir: %w", dsl.NodeName(node), err)
+		return nil, fmt.Errorf("consul %s data dir: %w", plan.NodeName(node), err)
 	}
 	cfgPath := filepath.Join(dataDir, ConfigFile)
 	if err := os.WriteFile(cfgPath, append(b, '\n'), 0o600); err != nil {
-		return nil, fmt.Errorf("consul %s config: %w", dsl.NodeName(node), err)
+		return nil, fmt.Errorf("consul %s config: %w", plan.NodeName(node), err)
 	}
 
 	ip, client := self.ip.String(), self.clientIP.String()
@@ -235,7 +235,7 @@ func Args(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) ([
 		"agent",
 		"-server",
 		"-bootstrap-expect=" + strconv.Itoa(len(members)),
-		"-node=" + dsl.NodeName(node),
+		"-node=" + plan.NodeName(node),
 		"-data-dir=" + dataDir,
 		"-config-file=" + cfgPath,
 		"-bind=" + ip,
@@ -257,7 +257,7 @@ func Args(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) ([
 }
 
 // renderConfig is the config file of a node bound at a.
-func renderConfig(k *dsl.ConsulKnobs, t Timing, a nodeAddrs) agentConfig {
+func renderConfig(k *plan.ConsulKnobs, t Timing, a nodeAddrs) agentConfig {
 	cfg := agentConfig{
 		Datacenter:           "dc1",
 		DisableHostNodeID:    true,

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -85,8 +85,8 @@ func TestArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data := filepath.Join(t.TempDir(), "data", dsl.NodeName(tt.node))
-			c := dsl.ClusterSpec{Name: "main", Store: dsl.StoreConsul, Version: "1.20.2", Nodes: len(tt.eps)}
+			data := filepath.Join(t.TempDir(), "data", plan.NodeName(tt.node))
+			c := plan.ClusterSpec{Name: "main", Store: plan.StoreConsul, Version: "1.20.2", Nodes: len(tt.eps)}
 			got, err := Args(c, tt.node, tt.eps, data)
 			if err != nil {
 				t.Fatal(err)
@@ -125,24 +125,24 @@ func TestArgsConfigFile(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		knobs *dsl.ConsulKnobs
+		knobs *plan.ConsulKnobs
 		extra map[string]any // top-level keys replaced or added
 	}{
 		{name: "no knobs"},
-		{name: "zero knobs keep defaults", knobs: &dsl.ConsulKnobs{}},
+		{name: "zero knobs keep defaults", knobs: &plan.ConsulKnobs{}},
 		{
 			name:  "raft multiplier",
-			knobs: &dsl.ConsulKnobs{RaftMultiplier: 1},
+			knobs: &plan.ConsulKnobs{RaftMultiplier: 1},
 			extra: map[string]any{"performance": map[string]any{"raft_multiplier": 1.0}},
 		},
 		{
 			name: "timing through the multiplier, snapshots",
-			knobs: &dsl.ConsulKnobs{
-				HeartbeatTimeout:      dsl.Duration(2 * time.Second),
-				ElectionTimeout:       dsl.Duration(2 * time.Second),
-				LeaderLeaseTimeout:    dsl.Duration(time.Second),
+			knobs: &plan.ConsulKnobs{
+				HeartbeatTimeout:      plan.Duration(2 * time.Second),
+				ElectionTimeout:       plan.Duration(2 * time.Second),
+				LeaderLeaseTimeout:    plan.Duration(time.Second),
 				RaftSnapshotThreshold: 8192,
-				RaftSnapshotInterval:  dsl.Duration(90 * time.Second),
+				RaftSnapshotInterval:  plan.Duration(90 * time.Second),
 			},
 			extra: map[string]any{
 				"performance":             map[string]any{"raft_multiplier": 2.0},
@@ -154,7 +154,7 @@ func TestArgsConfigFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := t.TempDir()
-			c := dsl.ClusterSpec{Name: "main", Store: dsl.StoreConsul, Nodes: 3, Consul: tt.knobs}
+			c := plan.ClusterSpec{Name: "main", Store: plan.StoreConsul, Nodes: 3, Consul: tt.knobs}
 			if _, err := Args(c, 2, loopbackEps(), data); err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func TestArgsConfigFile(t *testing.T) {
 // A restart calls Args again with the same data dir: same flags, same file.
 func TestArgsRestart(t *testing.T) {
 	data := t.TempDir()
-	c := dsl.ClusterSpec{Name: "main", Store: dsl.StoreConsul, Nodes: 3, Consul: &dsl.ConsulKnobs{RaftMultiplier: 3}}
+	c := plan.ClusterSpec{Name: "main", Store: plan.StoreConsul, Nodes: 3, Consul: &plan.ConsulKnobs{RaftMultiplier: 3}}
 	first, err := Args(c, 1, loopbackEps(), data)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestArgsErrors(t *testing.T) {
 		name  string
 		eps   []stores.Endpoint
 		node  int
-		knobs *dsl.ConsulKnobs
+		knobs *plan.ConsulKnobs
 		want  string
 	}{
 		{"node missing", loopbackEps(), 4, nil, "node 4 is not among"},
@@ -227,12 +227,12 @@ func TestArgsErrors(t *testing.T) {
 		{"port zero", ep("127.0.0.1:0", "127.0.0.1:2", "127.0.0.1:3"), 1, nil, "bad port"},
 		{"serf elsewhere", ep("127.0.0.1:1", "127.0.0.1:2", "127.0.0.2:3"), 1, nil, "must share their IP"},
 		{"ports collide", ep("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:2"), 1, nil, "must differ"},
-		{"timing not a multiple", loopbackEps(), 1, &dsl.ConsulKnobs{ElectionTimeout: dsl.Duration(1500 * time.Millisecond)}, "multiple of 1s"},
-		{"timing disagrees", loopbackEps(), 1, &dsl.ConsulKnobs{RaftMultiplier: 1, HeartbeatTimeout: dsl.Duration(3 * time.Second)}, "implies raft_multiplier 3"},
+		{"timing not a multiple", loopbackEps(), 1, &plan.ConsulKnobs{ElectionTimeout: plan.Duration(1500 * time.Millisecond)}, "multiple of 1s"},
+		{"timing disagrees", loopbackEps(), 1, &plan.ConsulKnobs{RaftMultiplier: 1, HeartbeatTimeout: plan.Duration(3 * time.Second)}, "implies raft_multiplier 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := dsl.ClusterSpec{Name: "main", Store: dsl.StoreConsul, Nodes: len(tt.eps), Consul: tt.knobs}
+			c := plan.ClusterSpec{Name: "main", Store: plan.StoreConsul, Nodes: len(tt.eps), Consul: tt.knobs}
 			_, err := Args(c, tt.node, tt.eps, t.TempDir())
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Args error = %v, want it to mention %q", err, tt.want)
@@ -240,33 +240,33 @@ func TestArgsErrors(t *testing.T) {
 		})
 	}
 	// A client address on another IP than the servers' is fine.
-	c := dsl.ClusterSpec{Name: "main", Store: dsl.StoreConsul, Nodes: 1}
+	c := plan.ClusterSpec{Name: "main", Store: plan.StoreConsul, Nodes: 1}
 	if _, err := Args(c, 1, ep("127.0.0.2:8500", "127.0.0.1:8300", "127.0.0.1:8301"), t.TempDir()); err != nil {
 		t.Errorf("client on its own IP: %v", err)
 	}
 }
 
 func TestRaftTiming(t *testing.T) {
-	s := func(n float64) dsl.Duration { return dsl.Duration(n * float64(time.Second)) }
+	s := func(n float64) plan.Duration { return plan.Duration(n * float64(time.Second)) }
 	tests := []struct {
 		name  string
-		knobs *dsl.ConsulKnobs
+		knobs *plan.ConsulKnobs
 		want  Timing // zero = an error
 		err   string
 	}{
 		{"nil: Consul's default", nil, Timing{RaftMultiplier: 5, HeartbeatTimeout: 5 * time.Second, ElectionTimeout: 5 * time.Second, LeaderLeaseTimeout: 2500 * time.Millisecond}, ""},
-		{"zero knobs", &dsl.ConsulKnobs{}, Timing{RaftMultiplier: 5, HeartbeatTimeout: 5 * time.Second, ElectionTimeout: 5 * time.Second, LeaderLeaseTimeout: 2500 * time.Millisecond}, ""},
-		{"multiplier 1", &dsl.ConsulKnobs{RaftMultiplier: 1}, Timing{RaftMultiplier: 1, HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond, Explicit: true}, ""},
-		{"multiplier 10", &dsl.ConsulKnobs{RaftMultiplier: 10}, Timing{RaftMultiplier: 10, HeartbeatTimeout: 10 * time.Second, ElectionTimeout: 10 * time.Second, LeaderLeaseTimeout: 5 * time.Second, Explicit: true}, ""},
-		{"election alone", &dsl.ConsulKnobs{ElectionTimeout: s(3)}, Timing{RaftMultiplier: 3, HeartbeatTimeout: 3 * time.Second, ElectionTimeout: 3 * time.Second, LeaderLeaseTimeout: 1500 * time.Millisecond, Explicit: true}, ""},
-		{"lease alone", &dsl.ConsulKnobs{LeaderLeaseTimeout: s(0.5)}, Timing{RaftMultiplier: 1, HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond, Explicit: true}, ""},
-		{"all agree", &dsl.ConsulKnobs{RaftMultiplier: 2, HeartbeatTimeout: s(2), ElectionTimeout: s(2), LeaderLeaseTimeout: s(1)}, Timing{RaftMultiplier: 2, HeartbeatTimeout: 2 * time.Second, ElectionTimeout: 2 * time.Second, LeaderLeaseTimeout: time.Second, Explicit: true}, ""},
-		{"multiplier out of range", &dsl.ConsulKnobs{RaftMultiplier: 11}, Timing{}, "want 1 to 10"},
-		{"sub-second election", &dsl.ConsulKnobs{ElectionTimeout: s(0.3)}, Timing{}, "multiple of 1s from 1s to 10s"},
-		{"election too long", &dsl.ConsulKnobs{ElectionTimeout: s(11)}, Timing{}, "multiple of 1s from 1s to 10s"},
-		{"lease off the grid", &dsl.ConsulKnobs{LeaderLeaseTimeout: s(0.7)}, Timing{}, "multiple of 500ms"},
-		{"heartbeat and election differ", &dsl.ConsulKnobs{HeartbeatTimeout: s(1), ElectionTimeout: s(2)}, Timing{}, "election_timeout implies raft_multiplier 2 but heartbeat_timeout implies 1"},
-		{"lease disagrees with multiplier", &dsl.ConsulKnobs{RaftMultiplier: 4, LeaderLeaseTimeout: s(1)}, Timing{}, "leader_lease_timeout implies raft_multiplier 2 but raft_multiplier implies 4"},
+		{"zero knobs", &plan.ConsulKnobs{}, Timing{RaftMultiplier: 5, HeartbeatTimeout: 5 * time.Second, ElectionTimeout: 5 * time.Second, LeaderLeaseTimeout: 2500 * time.Millisecond}, ""},
+		{"multiplier 1", &plan.ConsulKnobs{RaftMultiplier: 1}, Timing{RaftMultiplier: 1, HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond, Explicit: true}, ""},
+		{"multiplier 10", &plan.ConsulKnobs{RaftMultiplier: 10}, Timing{RaftMultiplier: 10, HeartbeatTimeout: 10 * time.Second, ElectionTimeout: 10 * time.Second, LeaderLeaseTimeout: 5 * time.Second, Explicit: true}, ""},
+		{"election alone", &plan.ConsulKnobs{ElectionTimeout: s(3)}, Timing{RaftMultiplier: 3, HeartbeatTimeout: 3 * time.Second, ElectionTimeout: 3 * time.Second, LeaderLeaseTimeout: 1500 * time.Millisecond, Explicit: true}, ""},
+		{"lease alone", &plan.ConsulKnobs{LeaderLeaseTimeout: s(0.5)}, Timing{RaftMultiplier: 1, HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond, Explicit: true}, ""},
+		{"all agree", &plan.ConsulKnobs{RaftMultiplier: 2, HeartbeatTimeout: s(2), ElectionTimeout: s(2), LeaderLeaseTimeout: s(1)}, Timing{RaftMultiplier: 2, HeartbeatTimeout: 2 * time.Second, ElectionTimeout: 2 * time.Second, LeaderLeaseTimeout: time.Second, Explicit: true}, ""},
+		{"multiplier out of range", &plan.ConsulKnobs{RaftMultiplier: 11}, Timing{}, "want 1 to 10"},
+		{"sub-second election", &plan.ConsulKnobs{ElectionTimeout: s(0.3)}, Timing{}, "multiple of 1s from 1s to 10s"},
+		{"election too long", &plan.ConsulKnobs{ElectionTimeout: s(11)}, Timing{}, "multiple of 1s from 1s to 10s"},
+		{"lease off the grid", &plan.ConsulKnobs{LeaderLeaseTimeout: s(0.7)}, Timing{}, "multiple of 500ms"},
+		{"heartbeat and election differ", &plan.ConsulKnobs{HeartbeatTimeout: s(1), ElectionTimeout: s(2)}, Timing{}, "election_timeout implies raft_multiplier 2 but heartbeat_timeout implies 1"},
+		{"lease disagrees with multiplier", &plan.ConsulKnobs{RaftMultiplier: 4, LeaderLeaseTimeout: s(1)}, Timing{}, "leader_lease_timeout implies raft_multiplier 2 but raft_multiplier implies 4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

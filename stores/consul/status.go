@@ -11,10 +11,9 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -37,7 +36,7 @@ func NewStatusPoller(eps []stores.Endpoint) (*StatusPoller, error) {
 	p := &StatusPoller{eps: eps, peers: make(map[netip.AddrPort]int)}
 	for _, ep := range eps {
 		if _, _, err := net.SplitHostPort(ep.ClientAddr); err != nil {
-			return nil, fmt.Errorf("consul status: %s HTTP address %q: %w", dsl.NodeName(ep.Node), ep.ClientAddr, err)
+			return nil, fmt.Errorf("consul status: %s HTTP address %q: %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
 		}
 		// A leader is named by its server (raft) address; a peer
 		// address that is no ip:port simply never matches.
@@ -67,18 +66,7 @@ type agentSelf struct {
 // not answer in time has Err set.
 func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores.NodeStatus {
 	out := make([]stores.NodeStatus, len(p.eps))
-	var wg sync.WaitGroup
-	for i := range p.eps {
-		wg.Go(func() {
-			pctx, cancel := ctx, context.CancelFunc(func() {})
-			if timeout > 0 {
-				pctx, cancel = context.WithTimeout(ctx, timeout)
-			}
-			defer cancel()
-			out[i] = p.poll(pctx, i)
-		})
-	}
-	wg.Wait()
+	stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) { out[i] = p.poll(ctx, i) })
 	return out
 }
 
@@ -90,7 +78,7 @@ func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
 	ep := p.eps[i]
 	ns := stores.NodeStatus{Node: ep.Node}
 	fail := func(err error) stores.NodeStatus {
-		ns.Err = fmt.Errorf("consul status of %s (%s): %w", dsl.NodeName(ep.Node), ep.ClientAddr, err)
+		ns.Err = fmt.Errorf("consul status of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
 		return ns
 	}
 	var self agentSelf

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -15,14 +18,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
 // Consistency modes an etcd workload can ask for.
 const (
-	ConsistencyLinearizable = "linearizable" // the default
-	ConsistencySerializable = "serializable"
+	ConsistencyLinearizable = plan.EtcdLinearizable // the default
+	ConsistencySerializable = plan.EtcdSerializable
 )
 
 // DefaultOpTimeout bounds an operation when ClientOptions.Timeout is zero.
@@ -45,8 +48,12 @@ const DefaultOpTimeout = 5 * time.Second
 //     deadline that fired first). The retry options that would turn this off
 //     per call are unexported, but the interceptor loops `for attempt <
 //     max`, so MaxUnaryRetries = 1 means exactly one attempt for every
-//     unary call, reads and writes alike. That is what every client here
-//     uses.
+//     unary call, reads and writes alike. The runner's own connections
+//     (status, readiness, read-back) use that; a workload's clients keep
+//     clientv3's default unless the scenario declares `retries`, since
+//     that is what a service using clientv3 gets: a read refused during
+//     an election is re-sent every 25 ms until it succeeds or its timeout
+//     ends, and shows up as latency, not as an error.
 //   - Streams (Watch, LeaseKeepAlive) get no retries by default; this
 //     package opens none.
 //   - clientv3 adds grpc.WaitForReady(true) to every call: when no
@@ -66,13 +73,27 @@ type client struct {
 	conns        []*clientv3.Client
 	timeout      time.Duration
 	serializable bool
+
+	// members names the member behind a response header's member ID. It
+	// is filled in the background, so that no measured operation waits
+	// for a member list.
+	members  memberIndex
+	asked    atomic.Int64 // UnixNano of the last member list asked for
+	stopBg   context.CancelFunc
+	bgCtx    context.Context
+	bgAsking sync.WaitGroup
 }
+
+// memberListEvery is how often an unknown member ID may cause another
+// member list.
+const memberListEvery = time.Second
 
 // NewClient opens opts.Conns connections (at least one) to the cluster at
 // opts.Endpoints; each balances its requests over every endpoint. Dialing
 // does not block, so a client can be made while members are down; ctx only
-// cancels the setup, the connections outlive it. Do runs each operation
-// once with opts.Timeout (DefaultOpTimeout if zero).
+// cancels the setup, the connections outlive it. Do bounds an operation
+// whose context has no deadline by opts.Timeout (DefaultOpTimeout if zero);
+// a deadline already on the context is kept as it is.
 func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, error) {
 	if len(opts.Endpoints) == 0 {
 		return nil, errors.New("etcd client: no endpoints")
@@ -87,6 +108,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 		timeout:      opts.Timeout,
 		serializable: opts.Consistency == ConsistencySerializable,
 	}
+	c.bgCtx, c.stopBg = context.WithCancel(context.Background())
 	if c.timeout <= 0 {
 		c.timeout = DefaultOpTimeout
 	}
@@ -99,18 +121,109 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 		// Rotating the endpoint order spreads the connections' first
 		// picks over the members instead of all starting on node 1.
 		rotated := append(append([]string(nil), urls[i%len(urls):]...), urls[:i%len(urls)]...)
-		cli, err := clientv3.New(clientConfig(rotated, opts.DialFunc()))
+		cli, err := clientv3.New(workloadConfig(rotated, opts.DialFunc(), opts.Workload.Client))
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("etcd client: connection %d of %d: %w", i+1, n, err)
 		}
 		c.conns = append(c.conns, cli)
 	}
+	c.learnMembers(c.conns[0])
 	return c, nil
 }
 
-// clientConfig is the clientv3 configuration shared by workload and status
-// connections. dial, if not nil, opens every connection.
+// learnMembers asks, in the background, for the membership over cli's
+// connection, unless that was asked for less than memberListEvery ago.
+func (c *client) learnMembers(cli *clientv3.Client) {
+	now := time.Now().UnixNano()
+	last := c.asked.Load()
+	if now-last < int64(memberListEvery) || !c.asked.CompareAndSwap(last, now) {
+		return
+	}
+	c.bgAsking.Go(func() {
+		ctx, cancel := context.WithTimeout(c.bgCtx, memberListEvery)
+		defer cancel()
+		// A failure is retried at the next unknown ID.
+		_ = c.members.refresh(ctx, cli.ActiveConnection())
+	})
+}
+
+// nodeOf is the node index of the member that wrote h, 0 if not known yet.
+func (c *client) nodeOf(cli *clientv3.Client, h *pb.ResponseHeader) int {
+	id := h.GetMemberId()
+	if id == 0 {
+		return 0
+	}
+	n, ok := c.members.node(id)
+	if !ok {
+		c.learnMembers(cli)
+	}
+	return n
+}
+
+// workloadConfig is the configuration of a workload's connections:
+// clientv3's defaults (no keepalive, gRPC's reconnect backoff of 1 s
+// growing to 120 s, the retries of its retry policy) except where the
+// scenario declares otherwise, so that a fault hits the clients as it
+// hits a service using clientv3.
+func workloadConfig(endpoints []string, dial stores.DialFunc, c plan.ClientSpec) clientv3.Config {
+	cfg := clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          5 * time.Second, // only while dialing, which does not block here
+		DialKeepAliveTime:    c.KeepaliveTime.D(),
+		DialKeepAliveTimeout: c.KeepaliveTimeout.D(),
+		Logger:               zap.NewNop(), // results carry the errors
+	}
+	if c.Retries != nil {
+		// clientv3 counts attempts, and reads 0 as its default.
+		cfg.MaxUnaryRetries = uint(*c.Retries) + 1
+	}
+	if c.ReconnectBackoffMax > 0 {
+		b := backoff.DefaultConfig
+		b.MaxDelay = c.ReconnectBackoffMax.D()
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithConnectParams(grpc.ConnectParams{Backoff: b, MinConnectTimeout: 20 * time.Second}))
+	}
+	if dial != nil {
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithContextDialer(dial))
+	}
+	return cfg
+}
+
+// ClientSettings describes the settings a workload's connections run
+// with, defaults named as such, for results.json and the report.
+func ClientSettings(c plan.ClientSpec) map[string]string {
+	s := map[string]string{
+		"keepalive_time":        "off (clientv3 default)",
+		"keepalive_timeout":     "-",
+		"reconnect_backoff_max": "120s (gRPC default: 1s, x1.6, jitter 0.2)",
+		"retries":               "99 (clientv3 default: reads refused as unavailable are re-sent every 25 ms within the timeout; writes only if never sent)",
+		"balancing":             "round robin over the endpoints (clientv3 default)",
+	}
+	if c.KeepaliveTime > 0 {
+		s["keepalive_time"] = c.KeepaliveTime.String()
+		s["keepalive_timeout"] = "20s (gRPC default; also TCP_USER_TIMEOUT)"
+		if c.KeepaliveTimeout > 0 {
+			s["keepalive_timeout"] = c.KeepaliveTimeout.String() + " (also TCP_USER_TIMEOUT)"
+		}
+	}
+	if c.ReconnectBackoffMax > 0 {
+		s["reconnect_backoff_max"] = c.ReconnectBackoffMax.String()
+	}
+	switch {
+	case c.Retries == nil:
+	case *c.Retries == 0:
+		s["retries"] = "0: each operation is sent once"
+	default:
+		s["retries"] = fmt.Sprintf("%d (reads refused as unavailable re-sent every 25 ms within the timeout; writes only if never sent)", *c.Retries)
+	}
+	return s
+}
+
+// clientConfig is the configuration of the runner's own connections (the
+// leader poller, readiness, the read-back of acknowledged writes): tuned
+// to notice a member that is paused, cut off or restarted within seconds,
+// since those are instruments, not the clients under test. dial, if not
+// nil, opens every connection.
 func clientConfig(endpoints []string, dial stores.DialFunc) clientv3.Config {
 	cfg := clientv3.Config{
 		Endpoints: endpoints,
@@ -169,19 +282,31 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 
 	var res stores.Result
 	var err error
+	var header *pb.ResponseHeader
 	switch op.Kind {
-	case dsl.OpPut:
-		_, err = cli.Put(leader(ctx), op.Key, string(op.Value))
-	case dsl.OpGet:
+	case plan.OpPut:
+		var resp *clientv3.PutResponse
+		resp, err = cli.Put(leader(ctx), op.Key, string(op.Value))
+		if err == nil {
+			header = resp.Header
+		}
+	case plan.OpGet:
 		var resp *clientv3.GetResponse
 		resp, err = cli.Get(c.readCtx(ctx), op.Key, c.readOpts()...)
-		if err == nil && len(resp.Kvs) > 0 {
-			res.Found = true
-			res.Value = resp.Kvs[0].Value
+		if err == nil {
+			header = resp.Header
+			if len(resp.Kvs) > 0 {
+				res.Found = true
+				res.Value = resp.Kvs[0].Value
+			}
 		}
-	case dsl.OpDelete:
-		_, err = cli.Delete(leader(ctx), op.Key)
-	case dsl.OpRange:
+	case plan.OpDelete:
+		var resp *clientv3.DeleteResponse
+		resp, err = cli.Delete(leader(ctx), op.Key)
+		if err == nil {
+			header = resp.Header
+		}
+	case plan.OpRange:
 		opts := c.readOpts()
 		if op.End == "" {
 			opts = append(opts, clientv3.WithPrefix())
@@ -194,9 +319,10 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 		var resp *clientv3.GetResponse
 		resp, err = cli.Get(c.readCtx(ctx), op.Key, opts...)
 		if err == nil {
+			header = resp.Header
 			res.Count = len(resp.Kvs)
 		}
-	case dsl.OpTxn:
+	case plan.OpTxn:
 		// One round trip that reads the key's version and writes in
 		// either branch: the cost of a compare-and-swap without its
 		// contention failures, so every txn is a write.
@@ -207,10 +333,14 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 			Else(clientv3.OpPut(op.Key, string(op.Value))).
 			Commit()
 		if err == nil {
+			header = resp.Header
 			res.Found = resp.Succeeded
 		}
 	default:
-		err = fmt.Errorf("unsupported operation (etcd supports %s)", strings.Join(dsl.AllOps, ", "))
+		err = fmt.Errorf("unsupported operation (etcd supports %s)", strings.Join(plan.AllOps, ", "))
+	}
+	if header != nil {
+		res.Node = c.nodeOf(cli, header)
 	}
 	if err != nil {
 		res.Err = fmt.Errorf("etcd %s: %w", op.Kind, err)
@@ -246,6 +376,8 @@ func (c *client) readOpts() []clientv3.OpOption {
 // Close closes every connection. Ops sent afterwards fail; closing twice is
 // harmless.
 func (c *client) Close() error {
+	c.stopBg()
+	c.bgAsking.Wait()
 	var errs []error
 	for _, cli := range c.conns {
 		if err := cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
@@ -255,7 +387,7 @@ func (c *client) Close() error {
 	return errors.Join(errs...)
 }
 
-// Classify puts a failed operation's error into one of dsl.ErrorClasses:
+// Classify puts a failed operation's error into one of plan.ErrorClasses:
 //
 //   - timeout: the client gave up waiting (its deadline or the server's
 //     "request timed out"), or abandoned the op; the outcome is unknown.
@@ -271,7 +403,7 @@ func Classify(err error) string {
 	// Context errors first: clientv3 returns the caller's context error
 	// when a call fails because that context ended.
 	if stores.Abandoned(err) {
-		return dsl.ErrTimeout
+		return plan.ErrTimeout
 	}
 
 	// Answers from an etcd member arrive as rpctypes.EtcdError once
@@ -288,25 +420,25 @@ func Classify(err error) string {
 		case rpctypes.ErrTimeout, rpctypes.ErrTimeoutWaitAppliedIndex:
 			// The member gave up waiting for the request to be
 			// applied; it may still be.
-			return dsl.ErrTimeout
+			return plan.ErrTimeout
 		case rpctypes.ErrNotLeader, rpctypes.ErrMemberNotEnoughStarted, rpctypes.ErrTooManyRequests:
-			return dsl.ErrUnavailable
+			return plan.ErrUnavailable
 		}
 		switch ee.Code() {
 		case codes.DeadlineExceeded, codes.Canceled:
-			return dsl.ErrTimeout
+			return plan.ErrTimeout
 		case codes.Unavailable:
 			// ErrNoLeader, ErrLeaderChanged, ErrTimeoutDueToLeaderFail,
 			// ErrStopped, ErrUnhealthy, ...: a member refusing for now.
-			return dsl.ErrUnavailable
+			return plan.ErrUnavailable
 		}
-		return dsl.ErrOther
+		return plan.ErrOther
 	}
 
 	if isStatus {
 		switch st.Code() {
 		case codes.DeadlineExceeded, codes.Canceled:
-			return dsl.ErrTimeout
+			return plan.ErrTimeout
 		case codes.Unavailable:
 			// gRPC reports every transport failure (connection refused,
 			// reset, EOF, "transport is closing") as Unavailable with only
@@ -316,20 +448,20 @@ func Classify(err error) string {
 			// starts with etcd's "etcdserver:" prefix. This is the only
 			// place that looks at a message.
 			if strings.HasPrefix(st.Message(), "etcdserver:") {
-				return dsl.ErrUnavailable
+				return plan.ErrUnavailable
 			}
-			return dsl.ErrConnection
+			return plan.ErrConnection
 		}
-		return dsl.ErrOther
+		return plan.ErrOther
 	}
 	// Errors from below gRPC, should one surface unwrapped.
 	if errors.Is(err, clientv3.ErrNoAvailableEndpoints) {
-		return dsl.ErrConnection
+		return plan.ErrConnection
 	}
 	if class := stores.NetworkClass(err); class != "" {
 		return class
 	}
-	return dsl.ErrOther
+	return plan.ErrOther
 }
 
 // grpcStatus finds a gRPC status in err's chain. Unlike status.FromError it

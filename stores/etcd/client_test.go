@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -29,47 +29,47 @@ func TestClassify(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 
-		{"context deadline", context.DeadlineExceeded, dsl.ErrTimeout},
-		{"wrapped context deadline", fmt.Errorf("etcd put: %w", context.DeadlineExceeded), dsl.ErrTimeout},
-		{"canceled", context.Canceled, dsl.ErrTimeout},
-		{"grpc deadline", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), dsl.ErrTimeout},
-		{"etcd deadline", rpctypes.ErrGRPCDeadlineExceeded, dsl.ErrTimeout},
-		{"server request timed out", rpctypes.ErrTimeout, dsl.ErrTimeout},
-		{"server request timed out, raw status", rpctypes.ErrGRPCTimeout, dsl.ErrTimeout},
-		{"net timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, dsl.ErrTimeout},
+		{"context deadline", context.DeadlineExceeded, plan.ErrTimeout},
+		{"wrapped context deadline", fmt.Errorf("etcd put: %w", context.DeadlineExceeded), plan.ErrTimeout},
+		{"canceled", context.Canceled, plan.ErrTimeout},
+		{"grpc deadline", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), plan.ErrTimeout},
+		{"etcd deadline", rpctypes.ErrGRPCDeadlineExceeded, plan.ErrTimeout},
+		{"server request timed out", rpctypes.ErrTimeout, plan.ErrTimeout},
+		{"server request timed out, raw status", rpctypes.ErrGRPCTimeout, plan.ErrTimeout},
+		{"net timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, plan.ErrTimeout},
 
-		{"no leader", rpctypes.ErrNoLeader, dsl.ErrUnavailable},
-		{"no leader, raw status", rpctypes.ErrGRPCNoLeader, dsl.ErrUnavailable},
-		{"no leader, wrapped raw status", fmt.Errorf("etcd get: %w", rpctypes.ErrGRPCNoLeader), dsl.ErrUnavailable},
-		{"no leader, wrapped", fmt.Errorf("etcd get: %w", rpctypes.ErrNoLeader), dsl.ErrUnavailable},
-		{"leader changed", rpctypes.ErrLeaderChanged, dsl.ErrUnavailable},
-		{"timeout due to leader fail", rpctypes.ErrTimeoutDueToLeaderFail, dsl.ErrUnavailable},
-		{"timeout due to connection lost", rpctypes.ErrTimeoutDueToConnectionLost, dsl.ErrUnavailable},
-		{"server stopped", rpctypes.ErrStopped, dsl.ErrUnavailable},
-		{"unhealthy", rpctypes.ErrUnhealthy, dsl.ErrUnavailable},
-		{"too many requests", rpctypes.ErrTooManyRequests, dsl.ErrUnavailable},
-		{"not leader", rpctypes.ErrNotLeader, dsl.ErrUnavailable},
-		{"learner", rpctypes.ErrGPRCNotSupportedForLearner, dsl.ErrUnavailable},
-		{"unknown etcd refusal", status.Error(codes.Unavailable, "etcdserver: something new"), dsl.ErrUnavailable},
+		{"no leader", rpctypes.ErrNoLeader, plan.ErrUnavailable},
+		{"no leader, raw status", rpctypes.ErrGRPCNoLeader, plan.ErrUnavailable},
+		{"no leader, wrapped raw status", fmt.Errorf("etcd get: %w", rpctypes.ErrGRPCNoLeader), plan.ErrUnavailable},
+		{"no leader, wrapped", fmt.Errorf("etcd get: %w", rpctypes.ErrNoLeader), plan.ErrUnavailable},
+		{"leader changed", rpctypes.ErrLeaderChanged, plan.ErrUnavailable},
+		{"timeout due to leader fail", rpctypes.ErrTimeoutDueToLeaderFail, plan.ErrUnavailable},
+		{"timeout due to connection lost", rpctypes.ErrTimeoutDueToConnectionLost, plan.ErrUnavailable},
+		{"server stopped", rpctypes.ErrStopped, plan.ErrUnavailable},
+		{"unhealthy", rpctypes.ErrUnhealthy, plan.ErrUnavailable},
+		{"too many requests", rpctypes.ErrTooManyRequests, plan.ErrUnavailable},
+		{"not leader", rpctypes.ErrNotLeader, plan.ErrUnavailable},
+		{"learner", rpctypes.ErrGPRCNotSupportedForLearner, plan.ErrUnavailable},
+		{"unknown etcd refusal", status.Error(codes.Unavailable, "etcdserver: something new"), plan.ErrUnavailable},
 
-		{"grpc connection refused", status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`), dsl.ErrConnection},
-		{"grpc EOF", status.Error(codes.Unavailable, "error reading from server: EOF"), dsl.ErrConnection},
-		{"grpc transport closing", fmt.Errorf("etcd put: %w", status.Error(codes.Unavailable, "transport is closing")), dsl.ErrConnection},
-		{"dial refused", refused, dsl.ErrConnection},
-		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), dsl.ErrConnection},
-		{"eof", io.EOF, dsl.ErrConnection},
-		{"unexpected eof", io.ErrUnexpectedEOF, dsl.ErrConnection},
-		{"closed", net.ErrClosed, dsl.ErrConnection},
-		{"no endpoints", clientv3.ErrNoAvailableEndpoints, dsl.ErrConnection},
+		{"grpc connection refused", status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`), plan.ErrConnection},
+		{"grpc EOF", status.Error(codes.Unavailable, "error reading from server: EOF"), plan.ErrConnection},
+		{"grpc transport closing", fmt.Errorf("etcd put: %w", status.Error(codes.Unavailable, "transport is closing")), plan.ErrConnection},
+		{"dial refused", refused, plan.ErrConnection},
+		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), plan.ErrConnection},
+		{"eof", io.EOF, plan.ErrConnection},
+		{"unexpected eof", io.ErrUnexpectedEOF, plan.ErrConnection},
+		{"closed", net.ErrClosed, plan.ErrConnection},
+		{"no endpoints", clientv3.ErrNoAvailableEndpoints, plan.ErrConnection},
 
-		{"space quota", rpctypes.ErrNoSpace, dsl.ErrOther},
-		{"compacted", rpctypes.ErrCompacted, dsl.ErrOther},
-		{"too large", rpctypes.ErrRequestTooLarge, dsl.ErrOther},
-		{"too large, raw status", rpctypes.ErrGRPCRequestTooLarge, dsl.ErrOther},
-		{"corrupt", rpctypes.ErrCorrupt, dsl.ErrOther},
-		{"grpc invalid argument", status.Error(codes.InvalidArgument, "bad"), dsl.ErrOther},
-		{"grpc unknown", status.Error(codes.Unknown, "no leader"), dsl.ErrOther},
-		{"plain error", errors.New("no leader"), dsl.ErrOther},
+		{"space quota", rpctypes.ErrNoSpace, plan.ErrOther},
+		{"compacted", rpctypes.ErrCompacted, plan.ErrOther},
+		{"too large", rpctypes.ErrRequestTooLarge, plan.ErrOther},
+		{"too large, raw status", rpctypes.ErrGRPCRequestTooLarge, plan.ErrOther},
+		{"corrupt", rpctypes.ErrCorrupt, plan.ErrOther},
+		{"grpc invalid argument", status.Error(codes.InvalidArgument, "bad"), plan.ErrOther},
+		{"grpc unknown", status.Error(codes.Unknown, "no leader"), plan.ErrOther},
+		{"plain error", errors.New("no leader"), plan.ErrOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,11 +101,11 @@ func TestClientWithNoMemberUp(t *testing.T) {
 		t.Fatalf("NewClient with no member up: %v", err)
 	}
 	defer cli.Close()
-	for _, kind := range []string{dsl.OpPut, dsl.OpGet} {
+	for _, kind := range []string{plan.OpPut, plan.OpGet} {
 		start := time.Now()
 		res := cli.Do(context.Background(), stores.Op{Kind: kind, Key: "k", Value: []byte("v")})
 		took := time.Since(start)
-		if res.Err == nil || res.Class != dsl.ErrTimeout {
+		if res.Err == nil || res.Class != plan.ErrTimeout {
 			t.Errorf("%s: %v (class %q), want a timeout", kind, res.Err, res.Class)
 		}
 		if took > 2*time.Second {
@@ -113,7 +113,7 @@ func TestClientWithNoMemberUp(t *testing.T) {
 		}
 	}
 	res := cli.Do(context.Background(), stores.Op{Kind: "scan", Key: "k"})
-	if res.Err == nil || res.Class != dsl.ErrOther {
+	if res.Err == nil || res.Class != plan.ErrOther {
 		t.Errorf("unknown op: %v (class %q), want class other", res.Err, res.Class)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/storetest"
 )
@@ -41,7 +41,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 // testCluster is a real etcd cluster of child processes on loopback.
 type testCluster struct {
 	t     *testing.T
-	spec  dsl.ClusterSpec
+	spec  plan.ClusterSpec
 	eps   []stores.Endpoint
 	procs map[int]*exec.Cmd // live members by node
 	logs  map[int]string
@@ -50,7 +50,7 @@ type testCluster struct {
 // startCluster starts spec.Nodes members of bin on free loopback ports with
 // data in a temp dir. Cleanup kills and reaps every member before the temp
 // dir is removed.
-func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec) *testCluster {
+func startCluster(t *testing.T, bin string, spec plan.ClusterSpec) *testCluster {
 	t.Helper()
 	dir := t.TempDir() // registered first, so removed after the kill below
 	c := &testCluster{t: t, spec: spec, procs: map[int]*exec.Cmd{}, logs: map[int]string{}}
@@ -65,17 +65,17 @@ func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec) *testCluster {
 		if t.Failed() {
 			for n := 1; n <= spec.Nodes; n++ {
 				b, _ := os.ReadFile(c.logs[n])
-				t.Logf("log of %s (last 3 KiB):\n%s", dsl.NodeName(n), storetest.Tail(b, 3072))
+				t.Logf("log of %s (last 3 KiB):\n%s", plan.NodeName(n), storetest.Tail(b, 3072))
 			}
 		}
 	})
 	for i := 1; i <= spec.Nodes; i++ {
-		logPath := filepath.Join(dir, dsl.NodeName(i)+".log")
+		logPath := filepath.Join(dir, plan.NodeName(i)+".log")
 		logFile, err := os.Create(logPath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, Args(spec, i, c.eps, filepath.Join(dir, dsl.NodeName(i)))...)
+		cmd := exec.Command(bin, Args(spec, i, c.eps, filepath.Join(dir, plan.NodeName(i)))...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		// Should the test binary die without its cleanups, the members
 		// die with it.
@@ -83,7 +83,7 @@ func startCluster(t *testing.T, bin string, spec dsl.ClusterSpec) *testCluster {
 		err = cmd.Start()
 		logFile.Close() // the child has its own descriptor
 		if err != nil {
-			t.Fatalf("start %s: %v", dsl.NodeName(i), err)
+			t.Fatalf("start %s: %v", plan.NodeName(i), err)
 		}
 		c.procs[i] = cmd
 		c.logs[i] = logPath
@@ -99,7 +99,7 @@ func (c *testCluster) kill(n int) {
 	}
 	delete(c.procs, n)
 	if err := cmd.Process.Kill(); err != nil {
-		c.t.Errorf("kill %s: %v", dsl.NodeName(n), err)
+		c.t.Errorf("kill %s: %v", plan.NodeName(n), err)
 	}
 	_ = cmd.Wait() // "signal: killed" is the expected outcome
 }
@@ -121,11 +121,11 @@ func TestIntegration(t *testing.T) {
 		t.Fatalf("%s --version: %v\n%s", bin, err, out)
 	}
 
-	spec := dsl.ClusterSpec{
-		Name: "it", Store: dsl.StoreEtcd, Version: version, Nodes: 3,
-		Etcd: &dsl.EtcdKnobs{
-			HeartbeatInterval: dsl.Duration(100 * time.Millisecond),
-			ElectionTimeout:   dsl.Duration(time.Second),
+	spec := plan.ClusterSpec{
+		Name: "it", Store: plan.StoreEtcd, Version: version, Nodes: 3,
+		Etcd: &plan.EtcdKnobs{
+			HeartbeatInterval: plan.Duration(100 * time.Millisecond),
+			ElectionTimeout:   plan.Duration(time.Second),
 			SnapshotCount:     10000,
 		},
 	}
@@ -164,13 +164,28 @@ func TestIntegration(t *testing.T) {
 	// A client made before the kill, with a timeout well below the
 	// election timeout: an op sent right after the leader dies cannot
 	// succeed, because no member can elect a new leader that soon.
-	lin, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 3, Timeout: 300 * time.Millisecond})
+	// It declares retries = 0, so that each refusal is an error; dflt has
+	// clientv3's default retries.
+	once := plan.WorkloadSpec{Client: plan.ClientSpec{Retries: new(0)}}
+	lin, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 3, Timeout: 300 * time.Millisecond, Workload: once})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lin.Close()
+	dflt, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 1, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dflt.Close()
+	// Do keeps a deadline already on its context (ctx has the test's), so
+	// each op here gets its own, as the runner's engine gives it.
+	within := func(cli stores.Client, op stores.Op) stores.Result {
+		octx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		return cli.Do(octx, op)
+	}
 	storetest.WaitFor(t, ctx, 10*time.Second, "put before the kill", func() string {
-		if res := lin.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "failover/before", Value: []byte("1")}); res.Err != nil {
+		if res := within(lin, stores.Op{Kind: plan.OpPut, Key: "failover/before", Value: []byte("1")}); res.Err != nil {
 			return res.Err.Error()
 		}
 		return ""
@@ -179,12 +194,12 @@ func TestIntegration(t *testing.T) {
 	killed := time.Now()
 	c.kill(old)
 	t.Logf("killed leader n%d", old)
-	for _, kind := range []string{dsl.OpPut, dsl.OpGet, dsl.OpTxn} {
-		res := lin.Do(ctx, stores.Op{Kind: kind, Key: "failover/during", Value: []byte("2")})
+	for _, kind := range []string{plan.OpPut, plan.OpGet, plan.OpTxn} {
+		res := within(lin, stores.Op{Kind: kind, Key: "failover/during", Value: []byte("2")})
 		switch {
 		case res.Err == nil && time.Since(killed) < spec.Etcd.ElectionTimeout.D():
 			t.Errorf("%s succeeded %s after the leader was killed, before any election could finish", kind, time.Since(killed))
-		case res.Err != nil && !slices.Contains([]string{dsl.ErrTimeout, dsl.ErrUnavailable, dsl.ErrConnection}, res.Class):
+		case res.Err != nil && !slices.Contains([]string{plan.ErrTimeout, plan.ErrUnavailable, plan.ErrConnection}, res.Class):
 			t.Errorf("%s without a leader: %v classified %q", kind, res.Err, res.Class)
 		default:
 			t.Logf("%s right after the kill: class %q: %v", kind, res.Class, res.Err)
@@ -215,7 +230,7 @@ func TestIntegration(t *testing.T) {
 	// may retry; the client never does), and a new client can be made
 	// while a member is down.
 	storetest.WaitFor(t, ctx, 10*time.Second, "put through the old client after failover", func() string {
-		if res := lin.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "failover/after", Value: []byte("3")}); res.Err != nil {
+		if res := within(lin, stores.Op{Kind: plan.OpPut, Key: "failover/after", Value: []byte("3")}); res.Err != nil {
 			return res.Err.Error()
 		}
 		return ""
@@ -244,17 +259,23 @@ func TestIntegration(t *testing.T) {
 		}
 		return ""
 	})
-	// This also shows that clientv3 did not retry: its interceptor would
-	// re-send these Unavailable answers (reads at least) until the op's
-	// deadline, turning them into timeouts.
-	for _, kind := range []string{dsl.OpPut, dsl.OpGet, dsl.OpRange, dsl.OpDelete, dsl.OpTxn} {
-		res := lin.Do(ctx, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
-		if res.Err == nil || res.Class != dsl.ErrUnavailable {
+	// This also shows that retries = 0 holds: clientv3's interceptor
+	// re-sends these Unavailable answers to reads until the op's
+	// deadline, turning them into timeouts, as it does with its default.
+	for _, kind := range []string{plan.OpPut, plan.OpGet, plan.OpRange, plan.OpDelete, plan.OpTxn} {
+		res := within(lin, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
+		if res.Err == nil || res.Class != plan.ErrUnavailable {
 			t.Errorf("linearizable %s on a lone member: %v, class %q; want unavailable", kind, res.Err, res.Class)
 		}
 	}
+	for kind, want := range map[string]string{plan.OpPut: plan.ErrUnavailable, plan.OpGet: plan.ErrTimeout} {
+		res := within(dflt, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
+		if res.Err == nil || res.Class != want {
+			t.Errorf("linearizable %s on a lone member with clientv3's retries: %v, class %q; want %s", kind, res.Err, res.Class, want)
+		}
+	}
 	storetest.WaitFor(t, ctx, 10*time.Second, "serializable read on a lone member", func() string {
-		res := ser.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: "failover/after"})
+		res := ser.Do(ctx, stores.Op{Kind: plan.OpGet, Key: "failover/after"})
 		if res.Err != nil || !res.Found || string(res.Value) != "3" {
 			return fmt.Sprintf("%+v", res)
 		}
@@ -273,14 +294,32 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 	}
 	defer cli.Close()
 	p := "ops/" + consistency + "/"
+	// The client learns the members' IDs in the background: until then
+	// it cannot name the member that answered.
+	storetest.WaitFor(t, ctx, 10*time.Second, "the answering member is named", func() string {
+		if res := cli.Do(ctx, stores.Op{Kind: plan.OpGet, Key: p}); res.Err != nil || res.Node == 0 {
+			return fmt.Sprintf("%+v", res)
+		}
+		return ""
+	})
+	served, sent := map[int]bool{}, 0
 	do := func(op stores.Op) stores.Result {
 		t.Helper()
+		op.Client = sent // spread the ops over the connections
+		sent++
 		res := cli.Do(ctx, op)
 		if res.Err != nil {
 			t.Fatalf("%s %q: %v (class %s)", op.Kind, op.Key, res.Err, res.Class)
 		}
+		storetest.CheckServed(t, res, eps)
+		served[res.Node] = true
 		return res
 	}
+	defer func() {
+		if len(served) < 2 {
+			t.Errorf("ops served by %v; want several members (the connections balance over all)", served)
+		}
+	}()
 	// A serializable read may be answered by a member that has not applied
 	// the latest write yet; a linearizable one may not.
 	read := func(op stores.Op, ok func(stores.Result) bool) {
@@ -300,28 +339,28 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 	}
 
 	for _, k := range []string{"a", "b", "c"} {
-		do(stores.Op{Kind: dsl.OpPut, Key: p + k, Value: []byte("v" + k)})
+		do(stores.Op{Kind: plan.OpPut, Key: p + k, Value: []byte("v" + k)})
 	}
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "va" })
-	if res := do(stores.Op{Kind: dsl.OpGet, Key: p + "missing"}); res.Found {
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "va" })
+	if res := do(stores.Op{Kind: plan.OpGet, Key: p + "missing"}); res.Found {
 		t.Errorf("get of a missing key: %+v", res)
 	}
-	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 })
-	read(stores.Op{Kind: dsl.OpRange, Key: p + "a", End: p + "c"}, func(r stores.Result) bool { return r.Count == 2 })
-	if res := do(stores.Op{Kind: dsl.OpRange, Key: p, Limit: 1}); res.Count != 1 {
+	read(stores.Op{Kind: plan.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 })
+	read(stores.Op{Kind: plan.OpRange, Key: p + "a", End: p + "c"}, func(r stores.Result) bool { return r.Count == 2 })
+	if res := do(stores.Op{Kind: plan.OpRange, Key: p, Limit: 1}); res.Count != 1 {
 		t.Errorf("range with limit 1 returned %d keys", res.Count)
 	}
 
-	if res := do(stores.Op{Kind: dsl.OpTxn, Key: p + "a", Value: []byte("txn")}); !res.Found {
+	if res := do(stores.Op{Kind: plan.OpTxn, Key: p + "a", Value: []byte("txn")}); !res.Found {
 		t.Errorf("txn on an existing key took the else branch")
 	}
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return string(r.Value) == "txn" })
-	if res := do(stores.Op{Kind: dsl.OpTxn, Key: p + "new", Value: []byte("fresh")}); res.Found {
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return string(r.Value) == "txn" })
+	if res := do(stores.Op{Kind: plan.OpTxn, Key: p + "new", Value: []byte("fresh")}); res.Found {
 		t.Errorf("txn on a new key took the then branch")
 	}
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "new"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "fresh" })
+	read(stores.Op{Kind: plan.OpGet, Key: p + "new"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "fresh" })
 
-	do(stores.Op{Kind: dsl.OpDelete, Key: p + "a"})
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
-	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
+	do(stores.Op{Kind: plan.OpDelete, Key: p + "a"})
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
+	read(stores.Op{Kind: plan.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
 }

@@ -81,7 +81,7 @@ func InstallBenchmark(ctx context.Context, opts InstallOptions) (string, error) 
 // Exists returns the cached etcd server binary of version, and whether it
 // is there. It builds nothing.
 func Exists(version, cacheDir string) (string, bool) {
-	v, err := parseVersion(version)
+	v, err := ParseVersion(version)
 	if err != nil {
 		return "", false
 	}
@@ -92,7 +92,7 @@ func Exists(version, cacheDir string) (string, bool) {
 func DefaultCacheDir() (string, error) { return gobuild.DefaultCacheDir() }
 
 func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
-	v, err := parseVersion(opts.Version)
+	v, err := ParseVersion(opts.Version)
 	if err != nil {
 		return "", err
 	}
@@ -119,7 +119,7 @@ func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 	return path, nil
 }
 
-// parseVersion accepts "3.5.17" and "v3.5.17".
-func parseVersion(s string) (gobuild.Version, error) {
+// ParseVersion accepts "3.5.17" and "v3.5.17".
+func ParseVersion(s string) (gobuild.Version, error) {
 	return gobuild.ParseVersion("etcd", "3.5.17", s)
 }

@@ -27,14 +27,14 @@ func TestParseVersion(t *testing.T) {
 		{" 3.5.17", ""},
 	}
 	for _, tt := range tests {
-		v, err := parseVersion(tt.in)
+		v, err := ParseVersion(tt.in)
 		switch {
 		case tt.want == "" && err == nil:
-			t.Errorf("parseVersion(%q) = %s, want an error", tt.in, v)
+			t.Errorf("ParseVersion(%q) = %s, want an error", tt.in, v)
 		case tt.want != "" && err != nil:
-			t.Errorf("parseVersion(%q): %v", tt.in, err)
+			t.Errorf("ParseVersion(%q): %v", tt.in, err)
 		case tt.want != "" && v.String() != tt.want:
-			t.Errorf("parseVersion(%q) = %s, want %s", tt.in, v, tt.want)
+			t.Errorf("ParseVersion(%q) = %s, want %s", tt.in, v, tt.want)
 		}
 	}
 }
@@ -55,7 +55,7 @@ func TestToolModules(t *testing.T) {
 		{benchmarkTool, "2.3.8", "", true},
 	}
 	for _, tt := range tests {
-		v, err := parseVersion(tt.version)
+		v, err := ParseVersion(tt.version)
 		if err != nil {
 			t.Fatal(err)
 		}

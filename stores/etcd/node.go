@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -17,7 +17,7 @@ import (
 // zero in c.Etcd keep etcd's own defaults. The flags bootstrap a new
 // cluster; on a restart etcd ignores the bootstrap flags because dataDir
 // already holds the membership.
-func Args(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) []string {
+func Args(c plan.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) []string {
 	var self stores.Endpoint
 	members := slices.Clone(eps)
 	slices.SortFunc(members, func(a, b stores.Endpoint) int { return cmp.Compare(a.Node, b.Node) })
@@ -26,13 +26,13 @@ func Args(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) []
 		if ep.Node == node {
 			self = ep
 		}
-		initial = append(initial, dsl.NodeName(ep.Node)+"=http://"+ep.PeerAddr)
+		initial = append(initial, plan.NodeName(ep.Node)+"=http://"+ep.PeerAddr)
 	}
 	client := "http://" + self.ClientAddr
 	peer := "http://" + self.PeerAddr
 
 	args := []string{
-		"--name=" + dsl.NodeName(node),
+		"--name=" + plan.NodeName(node),
 		"--data-dir=" + dataDir,
 		"--listen-client-urls=" + client,
 		"--advertise-client-urls=" + client,

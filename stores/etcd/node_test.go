@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -18,8 +18,8 @@ func TestArgs(t *testing.T) {
 	}
 	base := func(node int, client, peer string) []string {
 		return []string{
-			"--name=" + dsl.NodeName(node),
-			"--data-dir=/data/" + dsl.NodeName(node),
+			"--name=" + plan.NodeName(node),
+			"--data-dir=/data/" + plan.NodeName(node),
 			"--listen-client-urls=http://" + client,
 			"--advertise-client-urls=http://" + client,
 			"--listen-peer-urls=http://" + peer,
@@ -34,18 +34,18 @@ func TestArgs(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		knobs *dsl.EtcdKnobs
+		knobs *plan.EtcdKnobs
 		node  int
 		extra []string
 	}{
 		{name: "no knobs", node: 1},
-		{name: "zero knobs keep defaults", knobs: &dsl.EtcdKnobs{}, node: 2},
+		{name: "zero knobs keep defaults", knobs: &plan.EtcdKnobs{}, node: 2},
 		{
 			name: "every knob",
 			node: 3,
-			knobs: &dsl.EtcdKnobs{
-				HeartbeatInterval:       dsl.Duration(100 * time.Millisecond),
-				ElectionTimeout:         dsl.Duration(1500 * time.Millisecond),
+			knobs: &plan.EtcdKnobs{
+				HeartbeatInterval:       plan.Duration(100 * time.Millisecond),
+				ElectionTimeout:         plan.Duration(1500 * time.Millisecond),
 				SnapshotCount:           5000,
 				QuotaBackendBytes:       8 << 30,
 				MaxRequestBytes:         3 << 20,
@@ -65,13 +65,13 @@ func TestArgs(t *testing.T) {
 		{
 			name:  "sub-millisecond timing rounds up, never to etcd's default",
 			node:  1,
-			knobs: &dsl.EtcdKnobs{HeartbeatInterval: dsl.Duration(1500 * time.Microsecond), ElectionTimeout: dsl.Duration(time.Second + 1)},
+			knobs: &plan.EtcdKnobs{HeartbeatInterval: plan.Duration(1500 * time.Microsecond), ElectionTimeout: plan.Duration(time.Second + 1)},
 			extra: []string{"--heartbeat-interval=2", "--election-timeout=1001"},
 		},
 		{
 			name:  "periodic compaction alone",
 			node:  2,
-			knobs: &dsl.EtcdKnobs{AutoCompactionMode: "periodic", AutoCompactionRetention: "1h"},
+			knobs: &plan.EtcdKnobs{AutoCompactionMode: "periodic", AutoCompactionRetention: "1h"},
 			extra: []string{"--auto-compaction-mode=periodic", "--auto-compaction-retention=1h"},
 		},
 	}
@@ -81,8 +81,8 @@ func TestArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := dsl.ClusterSpec{Name: "main", Store: dsl.StoreEtcd, Version: "3.5.17", Nodes: 3, Etcd: tt.knobs}
-			got := Args(c, tt.node, eps, "/data/"+dsl.NodeName(tt.node))
+			c := plan.ClusterSpec{Name: "main", Store: plan.StoreEtcd, Version: "3.5.17", Nodes: 3, Etcd: tt.knobs}
+			got := Args(c, tt.node, eps, "/data/"+plan.NodeName(tt.node))
 			want := append(base(tt.node, addr[tt.node][0], addr[tt.node][1]), tt.extra...)
 			if !slices.Equal(got, want) {
 				t.Errorf("Args() =\n  %q\nwant\n  %q", got, want)
@@ -95,7 +95,7 @@ func TestArgsDoNotDependOnVersion(t *testing.T) {
 	eps := []stores.Endpoint{{Node: 1, ClientAddr: "127.0.0.1:1", PeerAddr: "127.0.0.1:2"}}
 	var first []string
 	for _, v := range []string{"3.4.35", "v3.5.17", "3.6.16"} {
-		got := Args(dsl.ClusterSpec{Name: "x", Version: v, Nodes: 1}, 1, eps, "/d")
+		got := Args(plan.ClusterSpec{Name: "x", Version: v, Nodes: 1}, 1, eps, "/d")
 		if first == nil {
 			first = got
 		} else if !slices.Equal(got, first) {

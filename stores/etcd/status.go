@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -24,9 +24,7 @@ import (
 type StatusPoller struct {
 	eps     []stores.Endpoint
 	clients []*clientv3.Client // clients[i] talks to eps[i] only
-
-	mu    sync.Mutex
-	nodes map[uint64]int // etcd member ID -> 1-based node index
+	members memberIndex
 }
 
 // NewStatusPoller connects to every endpoint. Dialing does not block: a
@@ -35,12 +33,12 @@ func NewStatusPoller(eps []stores.Endpoint) (*StatusPoller, error) {
 	if len(eps) == 0 {
 		return nil, errors.New("etcd status: no endpoints")
 	}
-	p := &StatusPoller{eps: eps, nodes: make(map[uint64]int)}
+	p := &StatusPoller{eps: eps}
 	for _, ep := range eps {
 		cli, err := clientv3.New(clientConfig(clientURLs([]stores.Endpoint{ep}), ep.Dial))
 		if err != nil {
 			p.Close()
-			return nil, fmt.Errorf("etcd status: connect to %s: %w", dsl.NodeName(ep.Node), err)
+			return nil, fmt.Errorf("etcd status: connect to %s: %w", plan.NodeName(ep.Node), err)
 		}
 		p.clients = append(p.clients, cli)
 	}
@@ -52,18 +50,7 @@ func NewStatusPoller(eps []stores.Endpoint) (*StatusPoller, error) {
 // not answer in time has Err set.
 func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores.NodeStatus {
 	out := make([]stores.NodeStatus, len(p.eps))
-	var wg sync.WaitGroup
-	for i := range p.eps {
-		wg.Go(func() {
-			pctx, cancel := ctx, context.CancelFunc(func() {})
-			if timeout > 0 {
-				pctx, cancel = context.WithTimeout(ctx, timeout)
-			}
-			defer cancel()
-			out[i] = p.poll(pctx, i)
-		})
-	}
-	wg.Wait()
+	stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) { out[i] = p.poll(ctx, i) })
 	return out
 }
 
@@ -75,12 +62,12 @@ func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
 	// a member that is down fails at once instead of using up the timeout.
 	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
 	if err != nil {
-		ns.Err = fmt.Errorf("etcd status of %s (%s): %w", dsl.NodeName(ep.Node), ep.ClientAddr, clientv3.ContextError(ctx, err))
+		ns.Err = fmt.Errorf("etcd status of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, clientv3.ContextError(ctx, err))
 		return ns
 	}
 	ns.Term = resp.RaftTerm
 	self := resp.Header.GetMemberId()
-	p.learn(self, ep.Node)
+	p.members.learn(self, ep.Node)
 	if resp.Leader == 0 {
 		return ns
 	}
@@ -89,61 +76,70 @@ func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
 		ns.Leader = ep.Node
 		return ns
 	}
-	if n, ok := p.node(resp.Leader); ok {
+	if n, ok := p.members.node(resp.Leader); ok {
 		ns.Leader = n
 		return ns
 	}
 	// A leader this poller has not heard from yet: ask the member for the
-	// membership. A serializable member list needs no leader and no
-	// quorum.
-	if err := p.refresh(ctx, conn); err != nil {
-		ns.Err = fmt.Errorf("etcd status of %s: leader %x is not a known member: %w", dsl.NodeName(ep.Node), resp.Leader, err)
+	// membership.
+	if err := p.members.refresh(ctx, conn); err != nil {
+		ns.Err = fmt.Errorf("etcd status of %s: leader %x is not a known member: %w", plan.NodeName(ep.Node), resp.Leader, err)
 		return ns
 	}
-	if n, ok := p.node(resp.Leader); ok {
+	if n, ok := p.members.node(resp.Leader); ok {
 		ns.Leader = n
 		return ns
 	}
-	ns.Err = fmt.Errorf("etcd status of %s: leader %x is not a member named like n1, n2, ...", dsl.NodeName(ep.Node), resp.Leader)
+	ns.Err = fmt.Errorf("etcd status of %s: leader %x is not a member named like n1, n2, ...", plan.NodeName(ep.Node), resp.Leader)
 	return ns
 }
 
-func (p *StatusPoller) learn(id uint64, node int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.nodes[id] = node
+// memberIndex maps etcd member IDs to node indexes. The zero value is
+// ready to use and safe for concurrent use.
+type memberIndex struct {
+	mu    sync.Mutex
+	nodes map[uint64]int // etcd member ID -> 1-based node index
 }
 
-func (p *StatusPoller) node(id uint64) (int, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n, ok := p.nodes[id]
+func (m *memberIndex) learn(id uint64, node int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nodes == nil {
+		m.nodes = make(map[uint64]int)
+	}
+	m.nodes[id] = node
+}
+
+func (m *memberIndex) node(id uint64) (int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.nodes[id]
 	return n, ok
 }
 
-func (p *StatusPoller) refresh(ctx context.Context, conn *grpc.ClientConn) error {
+// refresh asks the member behind conn for the membership. A serializable
+// member list needs no leader and no quorum.
+func (m *memberIndex) refresh(ctx context.Context, conn *grpc.ClientConn) error {
 	resp, err := pb.NewClusterClient(conn).MemberList(ctx, &pb.MemberListRequest{})
 	if err != nil {
 		return fmt.Errorf("member list: %w", clientv3.ContextError(ctx, err))
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, m := range resp.Members {
-		if n, ok := nodeIndex(m.Name); ok {
-			p.nodes[m.ID] = n
+	for _, mb := range resp.Members {
+		if n, ok := nodeIndex(mb.Name); ok {
+			m.learn(mb.ID, n)
 		}
 	}
 	return nil
 }
 
-// nodeIndex inverts dsl.NodeName.
+// nodeIndex inverts plan.NodeName.
 func nodeIndex(name string) (int, bool) {
 	digits, ok := strings.CutPrefix(name, "n")
 	if !ok {
 		return 0, false
 	}
 	n, err := strconv.Atoi(digits)
-	if err != nil || n < 1 || dsl.NodeName(n) != name {
+	if err != nil || n < 1 || plan.NodeName(n) != name {
 		return 0, false
 	}
 	return n, true

@@ -88,13 +88,24 @@ func Install(ctx context.Context, cacheDir string, t Target, progress io.Writer)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("install %s %s: %w", t.Name, t.Version, err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, "."+t.Name+".lock"), func() {
+	lockPath := filepath.Join(dir, "."+t.Name+".lock")
+	unlock, err := lockFile(ctx, lockPath, func() {
 		fmt.Fprintf(progress, "waiting for another build of %s %s to finish...\n", t.Name, t.Version)
 	})
 	if err != nil {
 		return "", fmt.Errorf("install %s %s: %w", t.Name, t.Version, err)
 	}
 	defer unlock()
+	defer func() {
+		// A failed build of a version (one that does not exist, say)
+		// leaves nothing in the cache: no lock file, no empty directory.
+		// Removed under the lock; a waiter on the old lock file then
+		// builds alongside a newcomer, which rename makes safe.
+		if !IsExecutable(path) {
+			_ = os.Remove(lockPath)
+			_ = os.Remove(dir) // only if empty: other binaries stay
+		}
+	}()
 	// Whoever held the lock before us may have built it.
 	if IsExecutable(path) {
 		return path, nil

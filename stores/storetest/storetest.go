@@ -73,3 +73,15 @@ func Tail(b []byte, n int) []byte {
 	}
 	return append([]byte("...\n"), b...)
 }
+
+// CheckServed fails t unless a successful result names one of eps as the
+// member that answered.
+func CheckServed(t *testing.T, res stores.Result, eps []stores.Endpoint) {
+	t.Helper()
+	for _, ep := range eps {
+		if ep.Node == res.Node {
+			return
+		}
+	}
+	t.Errorf("answered by node %d, not one of the %d endpoints", res.Node, len(eps))
+}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -22,11 +22,11 @@ import (
 const (
 	// ConsistencyLocal is the default: the server a session is connected
 	// to answers reads from its own state, which may lag the leader.
-	ConsistencyLocal = "local"
+	ConsistencyLocal = plan.ZooKeeperLocal
 	// ConsistencySync sends a sync before each read (get, range), so the
 	// read sees every write committed before the sync: one more round
 	// trip, through the leader.
-	ConsistencySync = "sync"
+	ConsistencySync = plan.ZooKeeperSync
 )
 
 // DefaultOpTimeout bounds an operation when ClientOptions.Timeout is zero
@@ -40,6 +40,26 @@ const DefaultOpTimeout = 5 * time.Second
 // after about 7 s and the session moves to another server; a session
 // that stays disconnected longer than this expires.
 const sessionTimeout = 10 * time.Second
+
+// workloadSessionTimeout is the session timeout a workload declared, else
+// sessionTimeout (go-zookeeper has no default: every caller chooses one).
+func workloadSessionTimeout(c plan.ClientSpec) time.Duration {
+	if c.SessionTimeout > 0 {
+		return c.SessionTimeout.D()
+	}
+	return sessionTimeout
+}
+
+// ClientSettings describes the settings a workload's sessions run with,
+// for results.json and the report.
+func ClientSettings(c plan.ClientSpec) map[string]string {
+	return map[string]string{
+		"session_timeout": workloadSessionTimeout(c).String() + " asked (the servers clamp it to 2-20 ticks; reads time out at 2/3 of it, pings every 1/3)",
+		"reconnect":       "go-zookeeper: the next server of the list, 1 s after a failure",
+		"retries":         "none (go-zookeeper has none): each operation is sent once",
+		"balancing":       "one server per session, the list rotated per connection",
+	}
+}
 
 // kvRoot is the parent of every key's znode. Keys are arbitrary strings
 // ("/scenario/kv/000123"), so each becomes one flat child, named by
@@ -92,6 +112,7 @@ type client struct {
 	timeout time.Duration
 	sync    bool
 	acl     []zk.ACL
+	nodes   map[string]int // client address -> 1-based node index
 }
 
 // NewClient opens opts.Conns sessions (at least one) to the ensemble at
@@ -113,6 +134,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 		timeout: opts.Timeout,
 		sync:    opts.Consistency == ConsistencySync,
 		acl:     zk.WorldACL(zk.PermAll),
+		nodes:   make(map[string]int, len(opts.Endpoints)),
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultOpTimeout
@@ -120,6 +142,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 	addrs := make([]string, len(opts.Endpoints))
 	for i, ep := range opts.Endpoints {
 		addrs[i] = ep.ClientAddr
+		c.nodes[ep.ClientAddr] = ep.Node
 	}
 	dial := opts.DialFunc()
 	for i := range n {
@@ -128,7 +151,7 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 			return nil, fmt.Errorf("zookeeper client: %w", err)
 		}
 		rotated := append(append([]string(nil), addrs[i%len(addrs):]...), addrs[:i%len(addrs)]...)
-		conn, _, err := zk.Connect(rotated, sessionTimeout,
+		conn, _, err := zk.Connect(rotated, workloadSessionTimeout(opts.Workload.Client),
 			// zk.Connect shuffles the servers and its default provider
 			// shuffles them again after resolving them; this one keeps
 			// the rotation and does no DNS lookups.
@@ -286,10 +309,10 @@ func (h *orderedHosts) Connected() {
 // unless ctx already has a deadline.
 func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 	switch op.Kind {
-	case dsl.OpPut, dsl.OpGet, dsl.OpDelete, dsl.OpRange, dsl.OpTxn:
+	case plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn:
 	default:
-		err := fmt.Errorf("zookeeper %s: unsupported operation (zookeeper supports %s)", op.Kind, strings.Join(dsl.AllOps, ", "))
-		return stores.Result{Err: err, Class: dsl.ErrOther}
+		err := fmt.Errorf("zookeeper %s: unsupported operation (zookeeper supports %s)", op.Kind, strings.Join(plan.AllOps, ", "))
+		return stores.Result{Err: err, Class: plan.ErrOther}
 	}
 	conn := c.conns[uint(op.Client)%uint(len(c.conns))]
 	if _, ok := ctx.Deadline(); !ok {
@@ -309,6 +332,11 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 		done := make(chan outcome, 1)
 		go func() {
 			r, err := c.do(conn, op)
+			if err == nil {
+				// The server the session is on now: the one that
+				// answered, unless it moved in the instant since.
+				r.Node = c.nodes[conn.Server()]
+			}
 			done <- outcome{r, err}
 		}()
 		select {
@@ -329,9 +357,9 @@ func (c *client) do(conn *zk.Conn, op stores.Op) (stores.Result, error) {
 	var res stores.Result
 	path := kvRoot + "/" + znodeName(op.Key)
 	switch op.Kind {
-	case dsl.OpPut:
+	case plan.OpPut:
 		return res, c.put(conn, path, op.Value)
-	case dsl.OpGet:
+	case plan.OpGet:
 		if c.sync {
 			if _, err := conn.Sync(path); err != nil {
 				return res, fmt.Errorf("sync: %w", err)
@@ -345,11 +373,11 @@ func (c *client) do(conn *zk.Conn, op stores.Op) (stores.Result, error) {
 		default:
 			return res, err
 		}
-	case dsl.OpDelete:
+	case plan.OpDelete:
 		if err := conn.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return res, err
 		}
-	case dsl.OpRange:
+	case plan.OpRange:
 		if c.sync {
 			if _, err := conn.Sync(kvRoot); err != nil {
 				return res, fmt.Errorf("sync: %w", err)
@@ -364,7 +392,7 @@ func (c *client) do(conn *zk.Conn, op stores.Op) (stores.Result, error) {
 			return res, err
 		}
 		res.Count = countRange(names, op.Key, op.End, op.Limit)
-	case dsl.OpTxn:
+	case plan.OpTxn:
 		found, err := c.txn(conn, path, op.Value)
 		res.Found = found
 		return res, err
@@ -550,7 +578,7 @@ func (c *client) Close() error {
 	return nil
 }
 
-// Classify puts a failed operation's error into one of dsl.ErrorClasses:
+// Classify puts a failed operation's error into one of plan.ErrorClasses:
 //
 //   - timeout: the client stopped waiting (its deadline, a cancelled
 //     context, an I/O deadline) or the server gave up waiting itself
@@ -569,12 +597,12 @@ func Classify(err error) string {
 	}
 	switch {
 	case stores.Abandoned(err):
-		return dsl.ErrTimeout
+		return plan.ErrTimeout
 	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer),
 		errors.Is(err, zk.ErrClosing):
-		return dsl.ErrConnection
+		return plan.ErrConnection
 	case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrSessionMoved):
-		return dsl.ErrUnavailable
+		return plan.ErrUnavailable
 	}
 	// Server error codes that go-zookeeper has no error value for come
 	// back as fmt.Errorf("unknown error: %v", code), so the code is only
@@ -583,13 +611,13 @@ func Classify(err error) string {
 		// Codes from KeeperException.Code of ZooKeeper 3.8.
 		switch code {
 		case -7, -122: // OPERATIONTIMEOUT, REQUESTTIMEOUT
-			return dsl.ErrTimeout
+			return plan.ErrTimeout
 		case -4: // CONNECTIONLOSS
-			return dsl.ErrConnection
+			return plan.ErrConnection
 		case -12, -13, -14, -119, -127: // UNKNOWNSESSION, NEWCONFIGNOQUORUM, RECONFIGINPROGRESS, NOTREADONLY, THROTTLEDOP
-			return dsl.ErrUnavailable
+			return plan.ErrUnavailable
 		}
-		return dsl.ErrOther
+		return plan.ErrOther
 	}
 	if class := stores.NetworkClass(err); class != "" {
 		return class
@@ -597,9 +625,9 @@ func Classify(err error) string {
 	// Any other failure of a dial, read or write got no answer.
 	var oe *net.OpError
 	if errors.As(err, &oe) {
-		return dsl.ErrConnection
+		return plan.ErrConnection
 	}
-	return dsl.ErrOther
+	return plan.ErrOther
 }
 
 // unknownCode finds the server error code in go-zookeeper's "unknown

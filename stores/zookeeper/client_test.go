@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -31,38 +31,38 @@ func TestClassify(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 
-		{"context deadline", context.DeadlineExceeded, dsl.ErrTimeout},
-		{"wrapped context deadline", fmt.Errorf("zookeeper put: %w", context.DeadlineExceeded), dsl.ErrTimeout},
-		{"canceled", context.Canceled, dsl.ErrTimeout},
-		{"i/o deadline", &net.OpError{Op: "write", Err: os.ErrDeadlineExceeded}, dsl.ErrTimeout},
-		{"server operation timeout", fmt.Errorf("zookeeper put: %w", fmt.Errorf("unknown error: %v", -7)), dsl.ErrTimeout},
-		{"server request timeout", fmt.Errorf("unknown error: %v", -122), dsl.ErrTimeout},
+		{"context deadline", context.DeadlineExceeded, plan.ErrTimeout},
+		{"wrapped context deadline", fmt.Errorf("zookeeper put: %w", context.DeadlineExceeded), plan.ErrTimeout},
+		{"canceled", context.Canceled, plan.ErrTimeout},
+		{"i/o deadline", &net.OpError{Op: "write", Err: os.ErrDeadlineExceeded}, plan.ErrTimeout},
+		{"server operation timeout", fmt.Errorf("zookeeper put: %w", fmt.Errorf("unknown error: %v", -7)), plan.ErrTimeout},
+		{"server request timeout", fmt.Errorf("unknown error: %v", -122), plan.ErrTimeout},
 
-		{"connection closed", zk.ErrConnectionClosed, dsl.ErrConnection},
-		{"wrapped connection closed", fmt.Errorf("zookeeper get: sync: %w", zk.ErrConnectionClosed), dsl.ErrConnection},
-		{"no server", fmt.Errorf("zookeeper put: %w", zk.ErrNoServer), dsl.ErrConnection},
-		{"closing", zk.ErrClosing, dsl.ErrConnection},
-		{"server connection loss", fmt.Errorf("unknown error: %v", -4), dsl.ErrConnection},
-		{"dial refused", refused, dsl.ErrConnection},
-		{"reset", fmt.Errorf("write: %w", syscall.ECONNRESET), dsl.ErrConnection},
-		{"broken pipe", &net.OpError{Op: "write", Err: os.NewSyscallError("write", syscall.EPIPE)}, dsl.ErrConnection},
-		{"eof", io.EOF, dsl.ErrConnection},
-		{"unexpected eof", io.ErrUnexpectedEOF, dsl.ErrConnection},
-		{"closed", net.ErrClosed, dsl.ErrConnection},
+		{"connection closed", zk.ErrConnectionClosed, plan.ErrConnection},
+		{"wrapped connection closed", fmt.Errorf("zookeeper get: sync: %w", zk.ErrConnectionClosed), plan.ErrConnection},
+		{"no server", fmt.Errorf("zookeeper put: %w", zk.ErrNoServer), plan.ErrConnection},
+		{"closing", zk.ErrClosing, plan.ErrConnection},
+		{"server connection loss", fmt.Errorf("unknown error: %v", -4), plan.ErrConnection},
+		{"dial refused", refused, plan.ErrConnection},
+		{"reset", fmt.Errorf("write: %w", syscall.ECONNRESET), plan.ErrConnection},
+		{"broken pipe", &net.OpError{Op: "write", Err: os.NewSyscallError("write", syscall.EPIPE)}, plan.ErrConnection},
+		{"eof", io.EOF, plan.ErrConnection},
+		{"unexpected eof", io.ErrUnexpectedEOF, plan.ErrConnection},
+		{"closed", net.ErrClosed, plan.ErrConnection},
 
-		{"session expired", fmt.Errorf("zookeeper put: %w", zk.ErrSessionExpired), dsl.ErrUnavailable},
-		{"session moved", zk.ErrSessionMoved, dsl.ErrUnavailable},
-		{"not read-only", fmt.Errorf("zookeeper put: %w", fmt.Errorf("unknown error: %v", -119)), dsl.ErrUnavailable},
-		{"throttled", fmt.Errorf("unknown error: %v", -127), dsl.ErrUnavailable},
-		{"unknown session", fmt.Errorf("unknown error: %v", -12), dsl.ErrUnavailable},
+		{"session expired", fmt.Errorf("zookeeper put: %w", zk.ErrSessionExpired), plan.ErrUnavailable},
+		{"session moved", zk.ErrSessionMoved, plan.ErrUnavailable},
+		{"not read-only", fmt.Errorf("zookeeper put: %w", fmt.Errorf("unknown error: %v", -119)), plan.ErrUnavailable},
+		{"throttled", fmt.Errorf("unknown error: %v", -127), plan.ErrUnavailable},
+		{"unknown session", fmt.Errorf("unknown error: %v", -12), plan.ErrUnavailable},
 
-		{"bad version", zk.ErrBadVersion, dsl.ErrOther},
-		{"no auth", zk.ErrNoAuth, dsl.ErrOther},
-		{"node exists", zk.ErrNodeExists, dsl.ErrOther},
-		{"invalid path", zk.ErrInvalidPath, dsl.ErrOther},
-		{"other server code", fmt.Errorf("unknown error: %v", -2), dsl.ErrOther},
-		{"malformed code", errors.New("unknown error: soon"), dsl.ErrOther},
-		{"plain error", errors.New("connection closed"), dsl.ErrOther},
+		{"bad version", zk.ErrBadVersion, plan.ErrOther},
+		{"no auth", zk.ErrNoAuth, plan.ErrOther},
+		{"node exists", zk.ErrNodeExists, plan.ErrOther},
+		{"invalid path", zk.ErrInvalidPath, plan.ErrOther},
+		{"other server code", fmt.Errorf("unknown error: %v", -2), plan.ErrOther},
+		{"malformed code", errors.New("unknown error: soon"), plan.ErrOther},
+		{"plain error", errors.New("connection closed"), plan.ErrOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,11 +294,11 @@ func TestClientWithNoServerAnswering(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewClient with no server answering: %v", err)
 	}
-	for _, kind := range []string{dsl.OpPut, dsl.OpGet, dsl.OpDelete, dsl.OpRange, dsl.OpTxn} {
+	for _, kind := range []string{plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn} {
 		start := time.Now()
 		res := cli.Do(context.Background(), stores.Op{Kind: kind, Key: "k", Value: []byte("v"), Client: 1})
 		took := time.Since(start)
-		if res.Err == nil || res.Class != dsl.ErrTimeout && res.Class != dsl.ErrConnection {
+		if res.Err == nil || res.Class != plan.ErrTimeout && res.Class != plan.ErrConnection {
 			t.Errorf("%s: %v (class %q), want a timeout or a connection error", kind, res.Err, res.Class)
 		}
 		if took > time.Second {
@@ -309,11 +309,11 @@ func TestClientWithNoServerAnswering(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if res := cli.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: "k"}); res.Class != dsl.ErrTimeout || time.Since(start) > 250*time.Millisecond {
+	if res := cli.Do(ctx, stores.Op{Kind: plan.OpGet, Key: "k"}); res.Class != plan.ErrTimeout || time.Since(start) > 250*time.Millisecond {
 		t.Errorf("get with a 50ms context: %v (class %q) after %s", res.Err, res.Class, time.Since(start))
 	}
 	res := cli.Do(context.Background(), stores.Op{Kind: "scan", Key: "k"})
-	if res.Err == nil || res.Class != dsl.ErrOther {
+	if res.Err == nil || res.Class != plan.ErrOther {
 		t.Errorf("unknown op: %v (class %q), want class other", res.Err, res.Class)
 	}
 
@@ -324,7 +324,7 @@ func TestClientWithNoServerAnswering(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Close took %s", took)
 	}
-	if res := cli.Do(context.Background(), stores.Op{Kind: dsl.OpGet, Key: "k"}); res.Class != dsl.ErrConnection {
+	if res := cli.Do(context.Background(), stores.Op{Kind: plan.OpGet, Key: "k"}); res.Class != plan.ErrConnection {
 		t.Errorf("get after Close: %v (class %q), want a connection error", res.Err, res.Class)
 	}
 	mu.Lock()

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -61,7 +61,7 @@ const mainClass = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 // Every file is rewritten on each call, so restarting a node over its
 // existing dataDir is the same call; ZooKeeper then recovers from its
 // snapshot and transaction log.
-func Command(inst Install, c dsl.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) (path string, args []string, err error) {
+func Command(inst Install, c plan.ClusterSpec, node int, eps []stores.Endpoint, dataDir string) (path string, args []string, err error) {
 	if inst.Java == "" || inst.ClassPath == "" {
 		return "", nil, errors.New("zookeeper command: no installation (call Find first)")
 	}
@@ -75,7 +75,7 @@ func Command(inst Install, c dsl.ClusterSpec, node int, eps []stores.Endpoint, d
 	}
 	for _, d := range []string{filepath.Join(dir, dataSubdir), filepath.Join(dir, logSubdir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", nil, fmt.Errorf("zookeeper command for %s: %w", dsl.NodeName(node), err)
+			return "", nil, fmt.Errorf("zookeeper command for %s: %w", plan.NodeName(node), err)
 		}
 	}
 	files := []struct{ path, content string }{
@@ -87,14 +87,14 @@ func Command(inst Install, c dsl.ClusterSpec, node int, eps []stores.Endpoint, d
 	}
 	for _, f := range files {
 		if err := os.WriteFile(f.path, []byte(f.content), 0o644); err != nil {
-			return "", nil, fmt.Errorf("zookeeper command for %s: %w", dsl.NodeName(node), err)
+			return "", nil, fmt.Errorf("zookeeper command for %s: %w", plan.NodeName(node), err)
 		}
 	}
 	return inst.Java, jvmArgs(inst, c.ZooKeeper, dir), nil
 }
 
 // jvmArgs is the java command line of a node whose files are in dir.
-func jvmArgs(inst Install, k *dsl.ZooKeeperKnobs, dir string) []string {
+func jvmArgs(inst Install, k *plan.ZooKeeperKnobs, dir string) []string {
 	var args []string
 	if k != nil && k.JVMHeap > 0 {
 		// Equal bounds: the heap is committed at start, so a run does
@@ -120,14 +120,14 @@ func jvmArgs(inst Install, k *dsl.ZooKeeperKnobs, dir string) []string {
 }
 
 // config renders zoo.cfg for node of cluster c with its files under dir.
-func config(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dir string) (string, error) {
+func config(c plan.ClusterSpec, node int, eps []stores.Endpoint, dir string) (string, error) {
 	members := slices.Clone(eps)
 	slices.SortFunc(members, func(a, b stores.Endpoint) int { return cmp.Compare(a.Node, b.Node) })
 	var self *stores.Endpoint
 	var servers []string
 	for i, ep := range members {
 		if i > 0 && members[i-1].Node == ep.Node {
-			return "", fmt.Errorf("zookeeper config: %s listed twice", dsl.NodeName(ep.Node))
+			return "", fmt.Errorf("zookeeper config: %s listed twice", plan.NodeName(ep.Node))
 		}
 		if ep.Node < 1 || ep.Node > 255 {
 			// ZooKeeper's administrator's guide asks for a myid
@@ -144,16 +144,16 @@ func config(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dir string) (str
 		}
 	}
 	if self == nil {
-		return "", fmt.Errorf("zookeeper config: %s is not among the %d endpoints", dsl.NodeName(node), len(eps))
+		return "", fmt.Errorf("zookeeper config: %s is not among the %d endpoints", plan.NodeName(node), len(eps))
 	}
 	clientHost, clientPort, err := splitAddr(self.ClientAddr)
 	if err != nil {
-		return "", fmt.Errorf("zookeeper config: client address of %s: %w", dsl.NodeName(node), err)
+		return "", fmt.Errorf("zookeeper config: client address of %s: %w", plan.NodeName(node), err)
 	}
 
 	tick, initLimit, syncLimit := defaultTickTime, defaultInitLimit, defaultSyncLimit
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s of cluster %q, written by scenario on every start.\n", dsl.NodeName(node), c.Name)
+	fmt.Fprintf(&b, "# %s of cluster %q, written by scenario on every start.\n", plan.NodeName(node), c.Name)
 	k := c.ZooKeeper
 	if k != nil && k.TickTime > 0 {
 		tick = k.TickTime.D()
@@ -201,7 +201,7 @@ func config(c dsl.ClusterSpec, node int, eps []stores.Endpoint, dir string) (str
 // serverLine is ep's server.N line: quorum and election address share a
 // host.
 func serverLine(ep stores.Endpoint) (string, error) {
-	name := dsl.NodeName(ep.Node)
+	name := plan.NodeName(ep.Node)
 	if len(ep.Extra) < 1 {
 		return "", fmt.Errorf("zookeeper config: %s has no leader-election address (Endpoint.Extra[0])", name)
 	}

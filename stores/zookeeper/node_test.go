@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -29,7 +29,7 @@ func TestConfig(t *testing.T) {
 		"server.3=127.0.0.3:2888:3888",
 	}
 	base := func(node int, clientHost, clientPort string, limits []string, knobs ...string) []string {
-		lines := []string{"# " + dsl.NodeName(node) + ` of cluster "main", written by scenario on every start.`}
+		lines := []string{"# " + plan.NodeName(node) + ` of cluster "main", written by scenario on every start.`}
 		lines = append(lines, limits...)
 		lines = append(lines, knobs...)
 		lines = append(lines,
@@ -48,31 +48,31 @@ func TestConfig(t *testing.T) {
 	defaults := []string{"tickTime=2000", "initLimit=10", "syncLimit=5"}
 	tests := []struct {
 		name  string
-		knobs *dsl.ZooKeeperKnobs
+		knobs *plan.ZooKeeperKnobs
 		node  int
 		want  []string
 	}{
 		{"no knobs", nil, 1, base(1, "127.0.0.1", "12181", defaults)},
-		{"zero knobs keep defaults", &dsl.ZooKeeperKnobs{}, 3, base(3, "127.0.0.3", "2181", defaults)},
+		{"zero knobs keep defaults", &plan.ZooKeeperKnobs{}, 3, base(3, "127.0.0.3", "2181", defaults)},
 		{
-			"every knob", &dsl.ZooKeeperKnobs{
-				TickTime: dsl.Duration(500 * time.Millisecond), InitLimit: 20, SyncLimit: 7,
+			"every knob", &plan.ZooKeeperKnobs{
+				TickTime: plan.Duration(500 * time.Millisecond), InitLimit: 20, SyncLimit: 7,
 				SnapCount: 5000, MaxClientCnxns: 1000, JVMHeap: 1 << 30,
 			}, 2,
 			base(2, "127.0.0.1", "22181", []string{"tickTime=500", "initLimit=20", "syncLimit=7"}, "snapCount=5000", "maxClientCnxns=1000"),
 		},
 		{
-			"one knob", &dsl.ZooKeeperKnobs{SyncLimit: 2}, 2,
+			"one knob", &plan.ZooKeeperKnobs{SyncLimit: 2}, 2,
 			base(2, "127.0.0.1", "22181", []string{"tickTime=2000", "initLimit=10", "syncLimit=2"}),
 		},
 		{
-			"sub-millisecond tick rounds up", &dsl.ZooKeeperKnobs{TickTime: dsl.Duration(100*time.Millisecond + 1)}, 1,
+			"sub-millisecond tick rounds up", &plan.ZooKeeperKnobs{TickTime: plan.Duration(100*time.Millisecond + 1)}, 1,
 			base(1, "127.0.0.1", "12181", []string{"tickTime=101", "initLimit=10", "syncLimit=5"}),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := dsl.ClusterSpec{Name: "main", Store: dsl.StoreZooKeeper, Nodes: 3, ZooKeeper: tt.knobs}
+			c := plan.ClusterSpec{Name: "main", Store: plan.StoreZooKeeper, Nodes: 3, ZooKeeper: tt.knobs}
 			got, err := config(c, tt.node, testEndpoints(), "/d")
 			if err != nil {
 				t.Fatal(err)
@@ -87,7 +87,7 @@ func TestConfig(t *testing.T) {
 
 func TestConfigSingleNode(t *testing.T) {
 	eps := []stores.Endpoint{{Node: 1, ClientAddr: "[::1]:2181", PeerAddr: "[::1]:2888", Extra: []string{"[::1]:3888"}}}
-	got, err := config(dsl.ClusterSpec{Name: "one", Nodes: 1}, 1, eps, "/d")
+	got, err := config(plan.ClusterSpec{Name: "one", Nodes: 1}, 1, eps, "/d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestConfigRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := config(dsl.ClusterSpec{Name: "main", Nodes: len(tt.eps)}, tt.node, tt.eps, "/d")
+			_, err := config(plan.ClusterSpec{Name: "main", Nodes: len(tt.eps)}, tt.node, tt.eps, "/d")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("config: %v; want an error mentioning %q", err, tt.want)
 			}
@@ -139,7 +139,7 @@ func TestConfigRejects(t *testing.T) {
 func TestCommand(t *testing.T) {
 	inst := Install{Java: "/usr/bin/java", ClassPath: "/zk/zookeeper.jar:/zk/slf4j-log4j12.jar", Version: "3.8.0"}
 	dir := filepath.Join(t.TempDir(), "n2")
-	c := dsl.ClusterSpec{Name: "main", Nodes: 3, ZooKeeper: &dsl.ZooKeeperKnobs{JVMHeap: 256 << 20}}
+	c := plan.ClusterSpec{Name: "main", Nodes: 3, ZooKeeper: &plan.ZooKeeperKnobs{JVMHeap: 256 << 20}}
 	// Twice: a restart rewrites the same files over the node's data.
 	for range 2 {
 		path, args, err := Command(inst, c, 2, testEndpoints(), dir)
@@ -175,7 +175,7 @@ func TestCommand(t *testing.T) {
 	}
 
 	// Without a heap knob the JVM picks its own.
-	_, args, err := Command(inst, dsl.ClusterSpec{Name: "main", Nodes: 3}, 1, testEndpoints(), t.TempDir())
+	_, args, err := Command(inst, plan.ClusterSpec{Name: "main", Nodes: 3}, 1, testEndpoints(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

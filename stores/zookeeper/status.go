@@ -11,10 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -58,25 +57,17 @@ func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores
 func (p *StatusPoller) poll(ctx context.Context, timeout time.Duration) ([]stores.NodeStatus, []srvrReport) {
 	sts := make([]stores.NodeStatus, len(p.eps))
 	reps := make([]srvrReport, len(p.eps))
-	var wg sync.WaitGroup
-	for i, ep := range p.eps {
-		wg.Go(func() {
-			pctx, cancel := ctx, context.CancelFunc(func() {})
-			if timeout > 0 {
-				pctx, cancel = context.WithTimeout(ctx, timeout)
-			}
-			defer cancel()
-			sts[i].Node = ep.Node
-			b, err := fourLetterWord(pctx, ep, "srvr")
-			if err == nil {
-				reps[i], err = parseSrvr(b)
-			}
-			if err != nil {
-				sts[i].Err = fmt.Errorf("zookeeper srvr of %s (%s): %w", dsl.NodeName(ep.Node), ep.ClientAddr, err)
-			}
-		})
-	}
-	wg.Wait()
+	stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) {
+		ep := p.eps[i]
+		sts[i].Node = ep.Node
+		b, err := fourLetterWord(ctx, ep, "srvr")
+		if err == nil {
+			reps[i], err = parseSrvr(b)
+		}
+		if err != nil {
+			sts[i].Err = fmt.Errorf("zookeeper srvr of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
+		}
+	})
 	assignLeaders(sts, reps)
 	return sts, reps
 }
@@ -252,7 +243,7 @@ func notReady(sts []stores.NodeStatus, reps []srvrReport) string {
 	var reasons, notServing, leaders []string
 	leader := 0
 	for i, s := range sts {
-		name := dsl.NodeName(s.Node)
+		name := plan.NodeName(s.Node)
 		switch {
 		case s.Err != nil:
 			reasons = append(reasons, fmt.Sprintf("%s did not answer (%v)", name, s.Err))
@@ -277,7 +268,7 @@ func notReady(sts []stores.NodeStatus, reps []srvrReport) string {
 	}
 	for i, s := range sts {
 		if s.Node != leader && s.Leader != leader {
-			return fmt.Sprintf("%s is %s and does not follow %s (zxid %#x)", dsl.NodeName(s.Node), reps[i].mode, dsl.NodeName(leader), reps[i].zxid)
+			return fmt.Sprintf("%s is %s and does not follow %s (zxid %#x)", plan.NodeName(s.Node), reps[i].mode, plan.NodeName(leader), reps[i].zxid)
 		}
 	}
 	return ""
@@ -296,7 +287,7 @@ func (p *StatusPoller) syncedFollowers(ctx context.Context, timeout time.Duratio
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	name := dsl.NodeName(sts[i].Node)
+	name := plan.NodeName(sts[i].Node)
 	b, err := fourLetterWord(ctx, p.eps[i], "mntr")
 	if err != nil {
 		return fmt.Sprintf("leader %s did not answer mntr (%v)", name, err)

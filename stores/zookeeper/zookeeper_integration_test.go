@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/storetest"
 )
@@ -28,7 +28,7 @@ import (
 type testEnsemble struct {
 	t     *testing.T
 	inst  Install
-	spec  dsl.ClusterSpec
+	spec  plan.ClusterSpec
 	dir   string
 	eps   []stores.Endpoint
 	procs map[int]*exec.Cmd // live nodes by node
@@ -38,7 +38,7 @@ type testEnsemble struct {
 // quorum, election) with data in a temp dir. Cleanup kills and reaps every
 // node before the temp dir is removed, and prints the logs' tails if the
 // test failed.
-func startEnsemble(t *testing.T, inst Install, spec dsl.ClusterSpec) *testEnsemble {
+func startEnsemble(t *testing.T, inst Install, spec plan.ClusterSpec) *testEnsemble {
 	t.Helper()
 	e := &testEnsemble{t: t, inst: inst, spec: spec, dir: t.TempDir(), procs: map[int]*exec.Cmd{}}
 	addrs := storetest.FreeAddrs(t, 3*spec.Nodes)
@@ -54,7 +54,7 @@ func startEnsemble(t *testing.T, inst Install, spec dsl.ClusterSpec) *testEnsemb
 		if t.Failed() {
 			for n := 1; n <= spec.Nodes; n++ {
 				b, _ := os.ReadFile(e.logPath(n))
-				t.Logf("log of %s (last 3 KiB):\n%s", dsl.NodeName(n), storetest.Tail(b, 3072))
+				t.Logf("log of %s (last 3 KiB):\n%s", plan.NodeName(n), storetest.Tail(b, 3072))
 			}
 		}
 	})
@@ -65,15 +65,15 @@ func startEnsemble(t *testing.T, inst Install, spec dsl.ClusterSpec) *testEnsemb
 }
 
 func (e *testEnsemble) logPath(n int) string {
-	return filepath.Join(e.dir, dsl.NodeName(n)+".log")
+	return filepath.Join(e.dir, plan.NodeName(n)+".log")
 }
 
 // start starts node n over its data directory, appending to its log.
 func (e *testEnsemble) start(n int) {
 	e.t.Helper()
-	path, args, err := Command(e.inst, e.spec, n, e.eps, filepath.Join(e.dir, dsl.NodeName(n)))
+	path, args, err := Command(e.inst, e.spec, n, e.eps, filepath.Join(e.dir, plan.NodeName(n)))
 	if err != nil {
-		e.t.Fatalf("Command(%s): %v", dsl.NodeName(n), err)
+		e.t.Fatalf("Command(%s): %v", plan.NodeName(n), err)
 	}
 	logFile, err := os.OpenFile(e.logPath(n), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -87,7 +87,7 @@ func (e *testEnsemble) start(n int) {
 	err = cmd.Start()
 	logFile.Close() // the child has its own descriptor
 	if err != nil {
-		e.t.Fatalf("start %s: %v", dsl.NodeName(n), err)
+		e.t.Fatalf("start %s: %v", plan.NodeName(n), err)
 	}
 	e.procs[n] = cmd
 }
@@ -100,7 +100,7 @@ func (e *testEnsemble) kill(n int) {
 	}
 	delete(e.procs, n)
 	if err := cmd.Process.Kill(); err != nil {
-		e.t.Errorf("kill %s: %v", dsl.NodeName(n), err)
+		e.t.Errorf("kill %s: %v", plan.NodeName(n), err)
 	}
 	_ = cmd.Wait() // "signal: killed" is the expected outcome
 }
@@ -120,10 +120,10 @@ func TestIntegration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	spec := dsl.ClusterSpec{
-		Name: "it", Store: dsl.StoreZooKeeper, Version: inst.Version, Nodes: 3,
-		ZooKeeper: &dsl.ZooKeeperKnobs{
-			TickTime:       dsl.Duration(500 * time.Millisecond),
+	spec := plan.ClusterSpec{
+		Name: "it", Store: plan.StoreZooKeeper, Version: inst.Version, Nodes: 3,
+		ZooKeeper: &plan.ZooKeeperKnobs{
+			TickTime:       plan.Duration(500 * time.Millisecond),
 			InitLimit:      20,
 			SyncLimit:      10,
 			SnapCount:      10000,
@@ -174,7 +174,7 @@ func TestIntegration(t *testing.T) {
 	}
 	defer cli.Close()
 	for c := range 3 {
-		if res := cli.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: "failover/before", Value: []byte("1"), Client: c}); res.Err != nil {
+		if res := cli.Do(ctx, stores.Op{Kind: plan.OpPut, Key: "failover/before", Value: []byte("1"), Client: c}); res.Err != nil {
 			t.Fatalf("put before the kill through session %d: %v", c, res.Err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestIntegration(t *testing.T) {
 			t.Fatalf("no write succeeded on every session within 30 s of the kill; errors by class %v", classes)
 		}
 		c := i % 3
-		res := cli.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: fmt.Sprintf("failover/during/%d", i), Value: []byte("2"), Client: c})
+		res := cli.Do(ctx, stores.Op{Kind: plan.OpPut, Key: fmt.Sprintf("failover/during/%d", i), Value: []byte("2"), Client: c})
 		if res.Err == nil {
 			if firstWrite == 0 {
 				firstWrite = time.Since(killed)
@@ -205,7 +205,7 @@ func TestIntegration(t *testing.T) {
 		if classes[res.Class] <= 3 {
 			t.Logf("%s after the kill, session %d: class %q: %v", time.Since(killed).Round(time.Millisecond), c, res.Class, res.Err)
 		}
-		if !slices.Contains([]string{dsl.ErrTimeout, dsl.ErrUnavailable, dsl.ErrConnection}, res.Class) {
+		if !slices.Contains([]string{plan.ErrTimeout, plan.ErrUnavailable, plan.ErrConnection}, res.Class) {
 			t.Errorf("put during the election: %v classified %q", res.Err, res.Class)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -241,7 +241,7 @@ func TestIntegration(t *testing.T) {
 	}
 	defer fresh.Close()
 	for c := range 2 {
-		res := fresh.Do(ctx, stores.Op{Kind: dsl.OpGet, Key: "failover/before", Client: c})
+		res := fresh.Do(ctx, stores.Op{Kind: plan.OpGet, Key: "failover/before", Client: c})
 		if res.Err != nil || !res.Found || string(res.Value) != "1" {
 			t.Errorf("sync get through session %d with a node down: %+v", c, res)
 		}
@@ -254,7 +254,7 @@ func TestIntegration(t *testing.T) {
 		t.Fatalf("WaitReady after restarting n%d: %v", old, err)
 	}
 	t.Logf("n%d rejoined %s after its restart", old, time.Since(restarted).Round(time.Millisecond))
-	res := fresh.Do(ctx, stores.Op{Kind: dsl.OpRange, Key: "failover/"})
+	res := fresh.Do(ctx, stores.Op{Kind: plan.OpRange, Key: "failover/"})
 	if res.Err != nil || res.Count < 2 {
 		t.Errorf("range over the failover keys after the restart: %+v", res)
 	}
@@ -274,10 +274,10 @@ func TestIntegration(t *testing.T) {
 		}
 		return ""
 	})
-	for _, kind := range []string{dsl.OpPut, dsl.OpGet} {
+	for _, kind := range []string{plan.OpPut, plan.OpGet} {
 		res := fresh.Do(ctx, stores.Op{Kind: kind, Key: "failover/none", Value: []byte("3")})
 		t.Logf("%s without a quorum: class %q: %v", kind, res.Class, res.Err)
-		if res.Err == nil || !slices.Contains([]string{dsl.ErrTimeout, dsl.ErrConnection}, res.Class) {
+		if res.Err == nil || !slices.Contains([]string{plan.ErrTimeout, plan.ErrConnection}, res.Class) {
 			t.Errorf("%s without a quorum: %v, class %q; want a connection error or a timeout", kind, res.Err, res.Class)
 		}
 	}
@@ -293,14 +293,22 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 	}
 	defer cli.Close()
 	p := "ops/" + consistency + "/"
+	served := map[int]bool{}
 	do := func(op stores.Op) stores.Result {
 		t.Helper()
 		res := cli.Do(ctx, op)
 		if res.Err != nil {
 			t.Fatalf("%s %q: %v (class %s)", op.Kind, op.Key, res.Err, res.Class)
 		}
+		storetest.CheckServed(t, res, eps)
+		served[res.Node] = true
 		return res
 	}
+	defer func() {
+		if len(served) < 2 {
+			t.Errorf("ops served by %v; want the two sessions' servers", served)
+		}
+	}()
 	// A local read on another server may not have seen the write yet; a
 	// read after a sync must have.
 	read := func(op stores.Op, ok func(stores.Result) bool) {
@@ -321,39 +329,39 @@ func exerciseOps(t *testing.T, ctx context.Context, eps []stores.Endpoint, consi
 	}
 
 	for _, k := range []string{"a", "b", "c"} {
-		do(stores.Op{Kind: dsl.OpPut, Key: p + k, Value: []byte("v" + k)})
+		do(stores.Op{Kind: plan.OpPut, Key: p + k, Value: []byte("v" + k)})
 	}
-	do(stores.Op{Kind: dsl.OpPut, Key: p + "a", Value: []byte("va2")}) // over an existing key
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "va2" })
-	if res := do(stores.Op{Kind: dsl.OpGet, Key: p + "missing"}); res.Found {
+	do(stores.Op{Kind: plan.OpPut, Key: p + "a", Value: []byte("va2")}) // over an existing key
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "va2" })
+	if res := do(stores.Op{Kind: plan.OpGet, Key: p + "missing"}); res.Found {
 		t.Errorf("get of a missing key: %+v", res)
 	}
-	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 })
-	read(stores.Op{Kind: dsl.OpRange, Key: p + "a", End: p + "c"}, func(r stores.Result) bool { return r.Count == 2 })
-	if res := do(stores.Op{Kind: dsl.OpRange, Key: p, Limit: 1}); res.Count != 1 {
+	read(stores.Op{Kind: plan.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 })
+	read(stores.Op{Kind: plan.OpRange, Key: p + "a", End: p + "c"}, func(r stores.Result) bool { return r.Count == 2 })
+	if res := do(stores.Op{Kind: plan.OpRange, Key: p, Limit: 1}); res.Count != 1 {
 		t.Errorf("range with limit 1 returned %d keys", res.Count)
 	}
 
-	if res := do(stores.Op{Kind: dsl.OpTxn, Key: p + "a", Value: []byte("txn")}); !res.Found {
+	if res := do(stores.Op{Kind: plan.OpTxn, Key: p + "a", Value: []byte("txn")}); !res.Found {
 		t.Errorf("txn on an existing key says it did not exist")
 	}
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return string(r.Value) == "txn" })
-	if res := do(stores.Op{Kind: dsl.OpTxn, Key: p + "new", Value: []byte("fresh")}); res.Found {
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return string(r.Value) == "txn" })
+	if res := do(stores.Op{Kind: plan.OpTxn, Key: p + "new", Value: []byte("fresh")}); res.Found {
 		t.Errorf("txn on a new key says it existed")
 	}
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "new"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "fresh" })
+	read(stores.Op{Kind: plan.OpGet, Key: p + "new"}, func(r stores.Result) bool { return r.Found && string(r.Value) == "fresh" })
 
-	do(stores.Op{Kind: dsl.OpDelete, Key: p + "a"})
-	do(stores.Op{Kind: dsl.OpDelete, Key: p + "a"}) // deleting a missing key succeeds
-	read(stores.Op{Kind: dsl.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
-	read(stores.Op{Kind: dsl.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
+	do(stores.Op{Kind: plan.OpDelete, Key: p + "a"})
+	do(stores.Op{Kind: plan.OpDelete, Key: p + "a"}) // deleting a missing key succeeds
+	read(stores.Op{Kind: plan.OpGet, Key: p + "a"}, func(r stores.Result) bool { return !r.Found })
+	read(stores.Op{Kind: plan.OpRange, Key: p}, func(r stores.Result) bool { return r.Count == 3 }) // b, c, new
 
 	// Keys ZooKeeper could not take as names unescaped.
 	for _, k := range []string{"", ".", "..", "50%/x", "ü\x00\xff", strings.Repeat("/", 10)} {
-		do(stores.Op{Kind: dsl.OpPut, Key: p + "odd/" + k, Value: []byte(k)})
-		read(stores.Op{Kind: dsl.OpGet, Key: p + "odd/" + k}, func(r stores.Result) bool { return r.Found && string(r.Value) == k })
+		do(stores.Op{Kind: plan.OpPut, Key: p + "odd/" + k, Value: []byte(k)})
+		read(stores.Op{Kind: plan.OpGet, Key: p + "odd/" + k}, func(r stores.Result) bool { return r.Found && string(r.Value) == k })
 	}
-	read(stores.Op{Kind: dsl.OpRange, Key: p + "odd/"}, func(r stores.Result) bool { return r.Count == 6 })
+	read(stores.Op{Kind: plan.OpRange, Key: p + "odd/"}, func(r stores.Result) bool { return r.Count == 6 })
 }
 
 // throughput measures puts per second from 64 concurrent workload clients
@@ -374,7 +382,7 @@ func throughput(t *testing.T, ctx context.Context, eps []stores.Endpoint) {
 		go func() {
 			defer func() { done <- w }()
 			for i := 0; time.Since(start) < window; i++ {
-				res := cli.Do(ctx, stores.Op{Kind: dsl.OpPut, Key: fmt.Sprintf("bench/%d/%d", w, i%100), Value: value, Client: w})
+				res := cli.Do(ctx, stores.Op{Kind: plan.OpPut, Key: fmt.Sprintf("bench/%d/%d", w, i%100), Value: value, Client: w})
 				if res.Err != nil {
 					errs[w] = res.Err
 					return
@@ -406,16 +414,16 @@ func checkListeners(t *testing.T, e *testEnsemble) {
 		allowed := []string{ep.ClientAddr, ep.PeerAddr, ep.Extra[0]}
 		got, err := listeners(cmd.Process.Pid)
 		if err != nil {
-			t.Errorf("listeners of %s: %v", dsl.NodeName(n), err)
+			t.Errorf("listeners of %s: %v", plan.NodeName(n), err)
 			continue
 		}
 		for _, a := range got {
 			if !slices.Contains(allowed, a) {
-				t.Errorf("%s listens on %s; want only %v", dsl.NodeName(n), a, allowed)
+				t.Errorf("%s listens on %s; want only %v", plan.NodeName(n), a, allowed)
 			}
 		}
 		if !slices.Contains(got, ep.ClientAddr) || !slices.Contains(got, ep.Extra[0]) {
-			t.Errorf("%s listens on %v; want its client %s and election %s addresses", dsl.NodeName(n), got, ep.ClientAddr, ep.Extra[0])
+			t.Errorf("%s listens on %v; want its client %s and election %s addresses", plan.NodeName(n), got, ep.ClientAddr, ep.Extra[0])
 		}
 	}
 }

@@ -32,6 +32,13 @@ workload "east-clients" {
   region   = "east"
   mix      = { put = 3, get = 1 }
   keyspace = 100
+  # The aggressive connection settings a scenario may declare.
+  client {
+    keepalive_time        = "10s"
+    keepalive_timeout     = "3s"
+    reconnect_backoff_max = "1s"
+    retries               = 0
+  }
 }
 
 phase "faults" {

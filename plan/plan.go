@@ -1,8 +1,9 @@
-package dsl
+package plan
 
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,17 +15,19 @@ const PlanVersion = 1
 // phase. A sweep compiles to one Plan per point. The runner only walks a Plan;
 // it never reads HCL.
 type Plan struct {
-	Version   int               `json:"version"`
-	Scenario  string            `json:"scenario"`
-	Point     []SweepValue      `json:"point,omitempty"`
-	Clusters  []ClusterSpec     `json:"clusters"`
-	Network   NetworkSpec       `json:"network"`
-	Workloads []WorkloadSpec    `json:"workloads"`
-	Phases    []PhaseSpan       `json:"phases"`
-	Events    []Event           `json:"events"`
-	Checks    []CheckSpec       `json:"checks"`
-	Duration  Duration          `json:"duration"`
-	Variables map[string]string `json:"variables,omitempty"`
+	Version  int    `json:"version"`
+	Scenario string `json:"scenario"`
+	// Description is the file's description attribute: what it is for.
+	Description string            `json:"description,omitempty"`
+	Point       []SweepValue      `json:"point,omitempty"`
+	Clusters    []ClusterSpec     `json:"clusters"`
+	Network     NetworkSpec       `json:"network"`
+	Workloads   []WorkloadSpec    `json:"workloads"`
+	Phases      []PhaseSpan       `json:"phases"`
+	Events      []Event           `json:"events"`
+	Checks      []CheckSpec       `json:"checks"`
+	Duration    Duration          `json:"duration"`
+	Variables   map[string]string `json:"variables,omitempty"`
 }
 
 // SweepValue is one coordinate of a sweep point: a variable and the value it
@@ -101,29 +104,61 @@ type ConsulKnobs struct {
 
 // NetworkSpec is the declared fabric between regions.
 type NetworkSpec struct {
-	Default LinkSpec   `json:"default"`
-	Links   []LinkSpec `json:"links,omitempty"`
+	// Default shapes every pair of hosts in two different regions that no
+	// link names.
+	Default LinkSpec `json:"default"`
+	// Within shapes every pair of hosts in one region that no link naming
+	// the region twice (link "a" "a") covers; unshaped unless declared.
+	Within LinkSpec   `json:"within"`
+	Links  []LinkSpec `json:"links,omitempty"`
 }
 
-// LinkSpec shapes the path between two regions, in both directions. RTT is a
-// round trip: each direction is delayed by RTT/2.
-type LinkSpec struct {
-	A         string   `json:"a,omitempty"`
-	B         string   `json:"b,omitempty"`
+// Shaping is what a path does to traffic, as a scenario declares it for a
+// link or a network fault: RTT is a round trip (fabric.OneWay turns it into
+// each direction's shaping).
+type Shaping struct {
 	RTT       Duration `json:"rtt,omitempty"`
 	Jitter    Duration `json:"jitter,omitempty"`
 	Loss      float64  `json:"loss,omitempty"`      // percent, 0..100
 	Bandwidth int64    `json:"bandwidth,omitempty"` // bits per second, 0 = unlimited
 }
 
-// Shaped reports whether the link changes traffic at all.
-func (l LinkSpec) Shaped() bool {
-	return l.RTT > 0 || l.Jitter > 0 || l.Loss > 0 || l.Bandwidth > 0
+// ShapingParams names Shaping's parameters as the language spells them.
+var ShapingParams = []string{"rtt", "jitter", "loss", "bandwidth"}
+
+// Shaped reports whether the shaping changes traffic at all.
+func (s Shaping) Shaped() bool {
+	return s.RTT > 0 || s.Jitter > 0 || s.Loss > 0 || s.Bandwidth > 0
+}
+
+// Over returns s with every parameter that o sets replaced by o's: a
+// network fault over a declared link keeps what it does not change.
+func (s Shaping) Over(o Shaping) Shaping {
+	if o.RTT > 0 {
+		s.RTT = o.RTT
+	}
+	if o.Jitter > 0 {
+		s.Jitter = o.Jitter
+	}
+	if o.Loss > 0 {
+		s.Loss = o.Loss
+	}
+	if o.Bandwidth > 0 {
+		s.Bandwidth = o.Bandwidth
+	}
+	return s
+}
+
+// LinkSpec shapes the path between two regions, in both directions.
+type LinkSpec struct {
+	A string `json:"a,omitempty"`
+	B string `json:"b,omitempty"`
+	Shaping
 }
 
 // Shaped reports whether any path in the network is shaped.
 func (n NetworkSpec) Shaped() bool {
-	if n.Default.Shaped() {
+	if n.Default.Shaped() || n.Within.Shaped() {
 		return true
 	}
 	for _, l := range n.Links {
@@ -181,6 +216,9 @@ type WorkloadSpec struct {
 	// Endpoints is which members the clients connect to: EndpointsAll
 	// ("" too) or EndpointsLocal.
 	Endpoints string `json:"endpoints,omitempty"`
+	// Client is the clients' declared connection behaviour; zero fields
+	// are the client library's defaults.
+	Client ClientSpec `json:"client"`
 }
 
 // Workload endpoint choices.
@@ -301,11 +339,8 @@ type FaultSpec struct {
 // Between names two regions; empty Between with a node target shapes every
 // path to and from the targeted nodes; neither shapes every link.
 type NetworkEffect struct {
-	Between   []string `json:"between,omitempty"`
-	RTT       Duration `json:"rtt,omitempty"`
-	Jitter    Duration `json:"jitter,omitempty"`
-	Loss      float64  `json:"loss,omitempty"`
-	Bandwidth int64    `json:"bandwidth,omitempty"`
+	Between []string `json:"between,omitempty"`
+	Shaping
 }
 
 // Partition directions, relative to the first group (or the target).
@@ -315,11 +350,22 @@ const (
 	DirectionFrom = "from" // traffic out of the first group is dropped
 )
 
+// Partition modes.
+const (
+	PartitionDrop   = "drop"
+	PartitionReject = "reject"
+)
+
 // PartitionSpec cuts traffic between groups. With no Groups, the fault's
 // target is isolated from every other host.
 type PartitionSpec struct {
 	Groups    [][]Member `json:"groups,omitempty"`
 	Direction string     `json:"direction"`
+	// Mode is what the cut does to a packet: PartitionDrop (a cable cut,
+	// a firewall's DROP: the sender hears nothing) or PartitionReject
+	// (a firewall's REJECT: TCP gets a reset, anything else an ICMP port
+	// unreachable).
+	Mode string `json:"mode"`
 }
 
 // Member of a partition group: a region (all its nodes and clients) or a node.
@@ -408,18 +454,20 @@ var OpStats = []string{StatCount, StatThroughput, StatP50, StatP90, StatP99, Sta
 // Phase-wide metrics: phase.<phase>.<metric>. Also under run.<metric> for the
 // whole run.
 const (
-	MetricAvailability = "availability"   // successful / attempted
-	MetricMaxGap       = "max_gap"        // longest time without a successful write, ms
-	MetricFailoverTime = "failover_time"  // worst time from a fault to the first successful write after it, ms
-	MetricLeaderElect  = "leader_elected" // worst time from a fault to a new leader, ms
-	MetricElections    = "elections"      // leader changes seen
-	MetricNoLeader     = "no_leader_time" // time without a leader, ms
-	MetricLateStarts   = "late_starts"    // open-loop sends that started after their intended time
+	MetricAvailability = "availability"      // request-based: successful / attempted
+	MetricTimeAvail    = "time_availability" // time-based: share of the time not in write gaps of 1 s or more
+	MetricMaxGap       = "max_gap"           // longest time without a successful write, ms
+	MetricFailoverTime = "failover_time"     // worst time from a fault to the first successful write after it, ms
+	MetricLeaderElect  = "leader_elected"    // worst time from a fault to a new leader, ms
+	MetricRejoin       = "rejoin_time"       // worst time from a fault's undoing until the members it took away answer clients again, ms
+	MetricElections    = "elections"         // leader changes seen
+	MetricNoLeader     = "no_leader_time"    // time without a leader, ms
+	MetricLateStarts   = "late_starts"       // open-loop sends that started after their intended time
 )
 
 // PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
 // also aggregated over all ops under the same names).
-var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricElections, MetricNoLeader, MetricLateStarts}
+var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLateStarts}
 
 // Error classes. Every failed operation falls in exactly one.
 const (
@@ -437,3 +485,22 @@ const (
 	MetricLinearizable = "linearizable" // bool: true only when the checker proved it
 	MetricLostWrites   = "lost_writes"  // acknowledged writes not read back after the run
 )
+
+// String renders the target for plans and logs.
+func (t TargetSpec) String() string {
+	switch t.Kind {
+	case TargetNodes:
+		parts := make([]string, len(t.Nodes))
+		for i, n := range t.Nodes {
+			parts[i] = NodeName(n)
+		}
+		return strings.Join(parts, ",")
+	case TargetRegion:
+		return "region " + t.Region
+	case TargetRandom:
+		return fmt.Sprintf("random(seed %d)", t.Seed)
+	case "":
+		return "-"
+	}
+	return t.Kind
+}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 // ANSI colours for check outcomes; used only when the caller asks, since
@@ -29,6 +29,7 @@ const (
 func WriteSummary(w io.Writer, r *Results, color bool) error {
 	sw := &summaryWriter{w: w, color: color}
 	sw.header(r)
+	sw.clients(r)
 	sw.table(r)
 	sw.correctness(r)
 	sw.notes(r)
@@ -61,11 +62,14 @@ func (s *summaryWriter) paint(code, text string) string {
 }
 
 func (s *summaryWriter) header(r *Results) {
-	title := r.Scenario
-	if r.ScenarioFile != "" {
-		title += " (" + r.ScenarioFile + ")"
+	file := r.ScenarioFile
+	if file == "" {
+		file = r.Scenario
 	}
-	s.printf("%s\n", s.paint(ansiBold, "scenario "+title))
+	s.printf("%s (%s)\n", s.paint(ansiBold, "scenario "+r.Name()), file)
+	if r.Description != "" {
+		s.printf("%s\n", r.Description)
+	}
 	var facts []string
 	if r.RunID != "" {
 		facts = append(facts, "run "+r.RunID)
@@ -131,12 +135,15 @@ func (s *summaryWriter) table(r *Results) {
 		}
 		s.phaseLine(&r.Phases[i])
 	}
-	s.printf("latencies in ms from the intended send time (successful ops); avail = ok / attempted\n\n")
+	s.printf("latencies in ms from the intended send time (successful ops); avail = ok / attempted; time availability = share of the phase not in write gaps of 1 s or more\n\n")
 }
 
 // phaseLine prints the phase-wide numbers that do not fit a per-op row.
 func (s *summaryWriter) phaseLine(p *Phase) {
 	parts := []string{"availability " + fmtRatio(p.Availability)}
+	if p.TimeAvailability != nil {
+		parts = append(parts, "time availability "+fmtRatio(p.TimeAvailability))
+	}
 	if p.MaxGapMS != nil {
 		parts = append(parts, "max write gap "+fmtDuration(*p.MaxGapMS))
 	}
@@ -152,6 +159,12 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 	}
 	if p.FailoverTimeMS != nil {
 		parts = append(parts, "first write after "+fmtDuration(*p.FailoverTimeMS))
+	}
+	if p.RejoinTimeMS != nil {
+		parts = append(parts, "members back after "+fmtDuration(*p.RejoinTimeMS))
+	}
+	if len(p.NotRejoined) > 0 {
+		parts = append(parts, strings.Join(p.NotRejoined, ",")+" never answered again")
 	}
 	if classes := errorClasses(p.Total.ErrorsBy); classes != "" {
 		parts = append(parts, "errors "+classes)
@@ -193,6 +206,22 @@ func (s *summaryWriter) correctness(r *Results) {
 
 // notes prints what the run noticed that fits no table: unexpected node
 // exits, an early stop, checks that could not run.
+// clients prints the settings each workload's clients ran with.
+func (s *summaryWriter) clients(r *Results) {
+	for _, w := range sortedKeys(r.Clients) {
+		s.printf("clients of %s: %s\n", w, ClientText(r.Clients[w]))
+	}
+}
+
+// ClientText is one workload's client settings on one line.
+func ClientText(settings map[string]string) string {
+	var parts []string
+	for _, k := range sortedKeys(settings) {
+		parts = append(parts, k+" "+settings[k])
+	}
+	return strings.Join(parts, "; ")
+}
+
 func (s *summaryWriter) notes(r *Results) {
 	keys := sortedKeys(r.Notes)
 	if len(keys) == 0 {
@@ -246,6 +275,20 @@ func (s *summaryWriter) checks(r *Results) {
 	}
 }
 
+// ServedText says when each target of f answered clients again after the
+// fault was undone: "n4 after 1.2s, n5 never"; "" when not measured.
+func ServedText(f Failover) string {
+	var parts []string
+	for _, s := range f.Served {
+		if s.TimeToServeMS == nil {
+			parts = append(parts, s.Node+" never")
+		} else {
+			parts = append(parts, s.Node+" after "+fmtDuration(*s.TimeToServeMS))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func failoverOutcome(f Failover) string {
 	if f.AppliedMS == nil {
 		if f.Error != "" {
@@ -277,13 +320,16 @@ func failoverOutcome(f Failover) string {
 	if f.RecoveredMS != nil {
 		parts = append(parts, "recovered at "+fmtDuration(*f.RecoveredMS))
 	}
+	if s := ServedText(f); s != "" {
+		parts = append(parts, "answering clients again: "+s)
+	}
 	if d := f.Disk; d != nil {
 		if d.Writes > 0 {
 			parts = append(parts, fmt.Sprintf("contender wrote %d blocks, %.0f MiB, fsync p50 %s p99 %s max %s",
 				d.Writes, float64(d.Bytes)/(1<<20), fmtMS(d.FsyncP50MS), fmtMS(d.FsyncP99MS), fmtMS(d.FsyncMaxMS)))
 		}
 		if d.ThrottleBPS > 0 {
-			parts = append(parts, fmt.Sprintf("writes throttled to %s/s, %.1f MiB written through it", dsl.FormatBytes(d.ThrottleBPS), float64(d.ThrottledBytes)/(1<<20)))
+			parts = append(parts, fmt.Sprintf("writes throttled to %s/s, %.1f MiB written through it", plan.FormatBytes(d.ThrottleBPS), float64(d.ThrottledBytes)/(1<<20)))
 		}
 		if d.ThrottleNote != "" {
 			parts = append(parts, d.ThrottleNote)
@@ -352,17 +398,17 @@ func errorClasses(by map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
-// classOrder lists the classes of by in dsl.ErrorClasses order, unknown
+// classOrder lists the classes of by in plan.ErrorClasses order, unknown
 // ones after.
 func classOrder(by map[string]int64) []string {
 	var out []string
-	for _, c := range dsl.ErrorClasses {
+	for _, c := range plan.ErrorClasses {
 		if _, ok := by[c]; ok {
 			out = append(out, c)
 		}
 	}
 	for _, c := range sortedKeys(by) {
-		if !slices.Contains(dsl.ErrorClasses, c) {
+		if !slices.Contains(plan.ErrorClasses, c) {
 			out = append(out, c)
 		}
 	}

@@ -15,7 +15,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/coordlab/scenario/internal/safefile"
 )
 
 // SchemaVersion is bumped whenever results.json changes incompatibly. Adding
@@ -34,6 +38,12 @@ type Results struct {
 	RunID string `json:"run_id"`
 	// Scenario is the scenario's name (from the plan).
 	Scenario string `json:"scenario"`
+	// Clients is, per workload, the settings its clients ran with (the
+	// client library's defaults unless the scenario declared otherwise):
+	// they decide much of what a fault does to the clients.
+	Clients map[string]map[string]string `json:"clients,omitempty"`
+	// Description is the scenario's description attribute, if it has one.
+	Description string `json:"description,omitempty"`
 	// ScenarioFile is the HCL file the run was compiled from.
 	ScenarioFile string `json:"scenario_file"`
 	// Started is the wall-clock time of the start of the first phase, the
@@ -106,6 +116,13 @@ type Phase struct {
 	// time), the phase's boundaries included; null when no write was
 	// attempted.
 	MaxGapMS *float64 `json:"max_gap_ms"`
+	// TimeAvailability is time-based availability: the share of the
+	// phase's time not spent in stretches of a second or more without a
+	// successful write. Availability counts requests, so fast failures
+	// (a store without a leader answering in a millisecond) weigh more
+	// than slow successes; this counts time, as an SRE's uptime does.
+	// Absent when nothing was written.
+	TimeAvailability *float64 `json:"time_availability,omitempty"`
 	// Elections counts leader changes observed during the phase.
 	Elections int `json:"elections"`
 	// NoLeaderMS is how long the cluster was observed without a leader.
@@ -116,6 +133,14 @@ type Phase struct {
 	// LeaderElectedMS is the worst TimeToLeaderMS over the phase's failovers;
 	// null when none was measured.
 	LeaderElectedMS *float64 `json:"leader_elected_ms"`
+	// RejoinTimeMS is the worst TimeToServeMS over the phase's failovers:
+	// how long after a fault was undone every member it took away was
+	// answering clients again; null when none was measured, or when a
+	// member never answered again (see NotRejoined).
+	RejoinTimeMS *float64 `json:"rejoin_time_ms"`
+	// NotRejoined names the members that answered clients before a fault
+	// of the phase and none after it was undone.
+	NotRejoined []string `json:"not_rejoined,omitempty"`
 	// Failovers lists the faults injected during the phase and how the
 	// cluster recovered from each.
 	Failovers []Failover `json:"failovers"`
@@ -133,6 +158,9 @@ type WorkloadStats struct {
 	// MaxGapMS is the longest stretch with no successful write by this
 	// workload; null when it attempted no write.
 	MaxGapMS *float64 `json:"max_gap_ms"`
+	// TimeAvailability is the phase's time availability for this
+	// workload's writes alone.
+	TimeAvailability *float64 `json:"time_availability,omitempty"`
 	// Ops holds one entry per kind of operation the workload sent, in
 	// canonical op order.
 	Ops []OpStats `json:"ops"`
@@ -221,11 +249,30 @@ type Failover struct {
 	// fault: from the last write completed before AppliedMS to the first
 	// completed after it; null when no write completed after the fault.
 	Unavailable *Window `json:"unavailable"`
+	// Served says, for a fault that kept its targets from answering
+	// clients until it was undone (kill, stop, restart, pause, a partition
+	// of targets), when each target answered a client again: the
+	// completion of the first successful operation it answered that was
+	// sent at or after RecoveredMS. Targets that answered no client before
+	// the fault are left out.
+	Served []NodeServed `json:"served,omitempty"`
+	// TimeToServeMS is the worst of Served: the time from RecoveredMS until
+	// every target had answered a client again; null when one never did.
+	TimeToServeMS *float64 `json:"time_to_serve_ms,omitempty"`
 	// Disk is what a disk fault's competing writers did; disk faults only.
 	Disk *DiskLoad `json:"disk,omitempty"`
 	// Error says why the fault could not be applied or undone, if it could
 	// not.
 	Error string `json:"error,omitempty"`
+}
+
+// NodeServed is when one node answered clients again after a fault.
+type NodeServed struct {
+	// Node is the node's name.
+	Node string `json:"node"`
+	// TimeToServeMS is the time from the fault's recovery to the first
+	// answer; null if the node answered none.
+	TimeToServeMS *float64 `json:"time_to_serve_ms"`
 }
 
 // Window is a stretch of the run, from its start.
@@ -397,6 +444,16 @@ func (c Check) Status() string {
 	}
 }
 
+// Name is the scenario's short name: its file name without the directory
+// and the .hcl extension.
+func (r *Results) Name() string {
+	file := r.ScenarioFile
+	if file == "" {
+		file = r.Scenario
+	}
+	return strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+}
+
 // Passed reports whether every check passed. A run without checks passes.
 func (r *Results) Passed() bool {
 	for _, c := range r.Checks {
@@ -427,10 +484,31 @@ func (r *Results) AddFailover(phase string, f Failover) error {
 	if !ok || p == &r.Run {
 		return fmt.Errorf("failover %s: no phase %q in the results", f.FaultID, phase)
 	}
+	f.TimeToServeMS = nil
+	var missing []string
+	for i, s := range f.Served {
+		if s.TimeToServeMS == nil {
+			missing = append(missing, s.Node)
+			continue
+		}
+		f.TimeToServeMS = worst(f.TimeToServeMS, f.Served[i].TimeToServeMS)
+	}
+	if len(missing) > 0 {
+		f.TimeToServeMS = nil
+	}
 	p.Failovers = append(p.Failovers, f)
 	for _, q := range []*Phase{p, &r.Run} {
 		q.FailoverTimeMS = worst(q.FailoverTimeMS, f.TimeToWriteMS)
 		q.LeaderElectedMS = worst(q.LeaderElectedMS, f.TimeToLeaderMS)
+		for _, n := range missing {
+			if !slices.Contains(q.NotRejoined, n) {
+				q.NotRejoined = append(q.NotRejoined, n)
+			}
+		}
+		q.RejoinTimeMS = worst(q.RejoinTimeMS, f.TimeToServeMS)
+		if len(q.NotRejoined) > 0 {
+			q.RejoinTimeMS = nil
+		}
 	}
 	return nil
 }
@@ -459,29 +537,21 @@ func Write(dir string, r *Results) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, FileName+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write results %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write results %s: %w", tmp.Name(), err)
-	}
-	path := filepath.Join(dir, FileName)
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	// Readable like every other output of a run (report, logs, junit).
+	if err := safefile.WriteAtomic(filepath.Join(dir, FileName), buf.Bytes(), 0o644, false); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return nil
 }
 
+// MaxFileBytes is the largest results.json Read accepts. A day-long run
+// with a per-second series of a dozen ops is a few MB.
+const MaxFileBytes = 256 << 20
+
 // Read loads a results file written by Write. It refuses files written with
 // a newer schema than this build understands.
 func Read(path string) (*Results, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadRegular(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read results: %w", err)
 	}
@@ -492,10 +562,52 @@ func Read(path string) (*Results, error) {
 	switch {
 	case r.SchemaVersion == 0:
 		return nil, fmt.Errorf("read results %s: no schema_version; is this a results.json?", path)
+	case r.SchemaVersion < 0:
+		return nil, fmt.Errorf("read results %s: schema_version %d is not a version (they start at 1)", path, r.SchemaVersion)
 	case r.SchemaVersion > SchemaVersion:
 		return nil, fmt.Errorf("read results %s: schema version %d is newer than this build understands (%d); upgrade scenario", path, r.SchemaVersion, SchemaVersion)
 	}
+	// A section that is missing or null would read as zeros: a throughput
+	// of 0, a false regression (or a false pass) in a comparison.
+	var sections map[string]json.RawMessage
+	if err := json.Unmarshal(b, &sections); err != nil {
+		return nil, fmt.Errorf("read results %s: %w", path, err)
+	}
+	for _, key := range []string{"run", "phases"} {
+		if raw, ok := sections[key]; !ok || string(bytes.TrimSpace(raw)) == "null" {
+			return nil, fmt.Errorf("read results %s: %q is missing or null; is this a complete results.json?", path, key)
+		}
+	}
 	return &r, nil
+}
+
+// GuardOutput refuses to write at out when that would destroy data: out
+// is one of inputs, is not a regular file, or holds a results.json (by
+// name or by content), which only a run may write.
+func GuardOutput(out string, inputs ...string) error {
+	if err := safefile.CheckOutput(out, inputs...); err != nil {
+		return err
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		return nil // nothing there to destroy
+	}
+	if filepath.Base(out) == FileName && fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w a run's results; choose another file", out, safefile.ErrOverwrite)
+	}
+	if b, err := safefile.ReadRegular(out, MaxFileBytes); err == nil && looksLikeResults(b) {
+		return fmt.Errorf("%s holds a run's results (it has a schema_version): %w them; choose another file", out, safefile.ErrOverwrite)
+	}
+	return nil
+}
+
+// looksLikeResults reports whether b is JSON with a schema_version, as
+// every results.json has.
+func looksLikeResults(b []byte) bool {
+	var probe struct {
+		SchemaVersion *int `json:"schema_version"`
+	}
+	return json.Unmarshal(b, &probe) == nil && probe.SchemaVersion != nil
 }
 
 // MS converts a duration to the schema's unit, milliseconds, rounded to the

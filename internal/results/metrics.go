@@ -1,6 +1,6 @@
 package results
 
-import "github.com/coordlab/scenario/dsl"
+import "github.com/coordlab/scenario/plan"
 
 // Metrics flattens the results into the metric paths checks read, so that a
 // check can be evaluated from a saved results.json as well as from a live
@@ -11,10 +11,10 @@ import "github.com/coordlab/scenario/dsl"
 //
 // Paths, where <scope> is "run" or "phase.<name>":
 //
-//	<scope>.<stat>                     every op of every workload; stat is one of dsl.PhaseStats or p50..mean
-//	<scope>.errors_by.<class>          errors of one class (dsl.ErrorClasses)
+//	<scope>.<stat>                     every op of every workload; stat is one of plan.PhaseStats or p50..mean
+//	<scope>.errors_by.<class>          errors of one class (plan.ErrorClasses)
 //	<scope>.raw.<latency stat>         latency from the actual send time instead of the intended one
-//	<scope>.<op>.<stat>                one op over all workloads; stat is one of dsl.OpStats
+//	<scope>.<op>.<stat>                one op over all workloads; stat is one of plan.OpStats
 //	<scope>.<op>.errors_by.<class>
 //	<scope>.<op>.raw.<latency stat>
 //	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap and late_starts
@@ -22,7 +22,7 @@ import "github.com/coordlab/scenario/dsl"
 //	run.linearizable, run.lost_writes  the history checker's verdict
 //
 // Checks can name only the paths the dsl's metric tree declares (see
-// dsl.PhaseStats and dsl.OpStats); the phase-wide and per-workload latency
+// plan.PhaseStats and plan.OpStats); the phase-wide and per-workload latency
 // statistics and the raw latencies are here for readers of results.json.
 func (r *Results) Metrics() map[string]any {
 	m := make(map[string]any)
@@ -32,10 +32,10 @@ func (r *Results) Metrics() map[string]any {
 	}
 	if c := r.Correctness; c != nil {
 		if c.Linearizable != nil {
-			m["run."+dsl.MetricLinearizable] = *c.Linearizable
+			m["run."+plan.MetricLinearizable] = *c.Linearizable
 		}
 		if c.LostWrites != nil {
-			m["run."+dsl.MetricLostWrites] = float64(*c.LostWrites)
+			m["run."+plan.MetricLostWrites] = float64(*c.LostWrites)
 		}
 	}
 	return m
@@ -55,27 +55,30 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	for _, w := range p.Workloads {
 		ws := scope + ".workload." + w.Name
 		addOp(m, ws, &w.Total)
-		m[ws+"."+dsl.MetricLateStarts] = float64(w.Total.LateStarts)
-		setOpt(m, ws+"."+dsl.MetricAvailability, w.Availability)
-		setOpt(m, ws+"."+dsl.MetricMaxGap, w.MaxGapMS)
+		m[ws+"."+plan.MetricLateStarts] = float64(w.Total.LateStarts)
+		setOpt(m, ws+"."+plan.MetricAvailability, w.Availability)
+		setOpt(m, ws+"."+plan.MetricMaxGap, w.MaxGapMS)
+		setOpt(m, ws+"."+plan.MetricTimeAvail, w.TimeAvailability)
 		for i := range w.Ops {
 			addOp(m, ws+"."+w.Ops[i].Op, &w.Ops[i])
 		}
 	}
-	m[scope+"."+dsl.MetricLateStarts] = float64(p.Total.LateStarts)
-	m[scope+"."+dsl.MetricElections] = float64(p.Elections)
-	m[scope+"."+dsl.MetricNoLeader] = p.NoLeaderMS
-	setOpt(m, scope+"."+dsl.MetricAvailability, p.Availability)
-	setOpt(m, scope+"."+dsl.MetricMaxGap, p.MaxGapMS)
-	setOpt(m, scope+"."+dsl.MetricFailoverTime, p.FailoverTimeMS)
-	setOpt(m, scope+"."+dsl.MetricLeaderElect, p.LeaderElectedMS)
+	m[scope+"."+plan.MetricLateStarts] = float64(p.Total.LateStarts)
+	m[scope+"."+plan.MetricElections] = float64(p.Elections)
+	m[scope+"."+plan.MetricNoLeader] = p.NoLeaderMS
+	setOpt(m, scope+"."+plan.MetricAvailability, p.Availability)
+	setOpt(m, scope+"."+plan.MetricMaxGap, p.MaxGapMS)
+	setOpt(m, scope+"."+plan.MetricTimeAvail, p.TimeAvailability)
+	setOpt(m, scope+"."+plan.MetricFailoverTime, p.FailoverTimeMS)
+	setOpt(m, scope+"."+plan.MetricLeaderElect, p.LeaderElectedMS)
+	setOpt(m, scope+"."+plan.MetricRejoin, p.RejoinTimeMS)
 }
 
 func addOp(m map[string]any, prefix string, s *OpStats) {
-	m[prefix+"."+dsl.StatCount] = float64(s.Count)
-	m[prefix+"."+dsl.StatThroughput] = s.Throughput
-	m[prefix+"."+dsl.StatErrors] = float64(s.Errors)
-	m[prefix+"."+dsl.StatErrorRate] = s.ErrorRate
+	m[prefix+"."+plan.StatCount] = float64(s.Count)
+	m[prefix+"."+plan.StatThroughput] = s.Throughput
+	m[prefix+"."+plan.StatErrors] = float64(s.Errors)
+	m[prefix+"."+plan.StatErrorRate] = s.ErrorRate
 	for class, n := range s.ErrorsBy {
 		m[prefix+".errors_by."+class] = float64(n)
 	}
@@ -87,13 +90,13 @@ func addLatency(m map[string]any, prefix string, l *Latency) {
 	if l == nil {
 		return
 	}
-	m[prefix+"."+dsl.StatP50] = l.P50MS
-	m[prefix+"."+dsl.StatP90] = l.P90MS
-	m[prefix+"."+dsl.StatP99] = l.P99MS
-	m[prefix+"."+dsl.StatP999] = l.P999MS
-	m[prefix+"."+dsl.StatMax] = l.MaxMS
-	m[prefix+"."+dsl.StatMin] = l.MinMS
-	m[prefix+"."+dsl.StatMean] = l.MeanMS
+	m[prefix+"."+plan.StatP50] = l.P50MS
+	m[prefix+"."+plan.StatP90] = l.P90MS
+	m[prefix+"."+plan.StatP99] = l.P99MS
+	m[prefix+"."+plan.StatP999] = l.P999MS
+	m[prefix+"."+plan.StatMax] = l.MaxMS
+	m[prefix+"."+plan.StatMin] = l.MinMS
+	m[prefix+"."+plan.StatMean] = l.MeanMS
 }
 
 func setOpt(m map[string]any, path string, v *float64) {

@@ -35,6 +35,7 @@ func sample() *Results {
 		AppliedMS: f64(7010), LagMS: f64(10), RecoveredMS: f64(9000),
 		TimeToLeaderMS: f64(1200), TimeToWriteMS: f64(1500),
 		Unavailable: &Window{StartMS: 6990, EndMS: 8510},
+		Served:      []NodeServed{{Node: "n1", TimeToServeMS: f64(800)}},
 	})
 	if err != nil {
 		panic(err)
@@ -64,7 +65,13 @@ func TestAddFailoverKeepsTheWorst(t *testing.T) {
 	if err := r.AddFailover("nope", Failover{FaultID: "x"}); err == nil {
 		t.Error("AddFailover to an unknown phase succeeded")
 	}
+	if p.RejoinTimeMS == nil || *p.RejoinTimeMS != 800 || p.Failovers[0].TimeToServeMS == nil || *p.Failovers[0].TimeToServeMS != 800 {
+		t.Errorf("rejoin time = %v, kill's time to serve %v; want 800", p.RejoinTimeMS, p.Failovers[0].TimeToServeMS)
+	}
 	m := r.Metrics()
+	if m["phase.failover.rejoin_time"] != 800.0 {
+		t.Errorf("metric rejoin_time = %v, want 800", m["phase.failover.rejoin_time"])
+	}
 	if m["phase.failover.failover_time"] != 1500.0 || m["run.lost_writes"] != 1.0 || m["run.linearizable"] != false {
 		t.Errorf("metrics: failover_time %v, lost_writes %v, linearizable %v",
 			m["phase.failover.failover_time"], m["run.lost_writes"], m["run.linearizable"])
@@ -73,12 +80,21 @@ func TestAddFailoverKeepsTheWorst(t *testing.T) {
 
 func TestWriteSummary(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteSummary(&b, sample(), false); err != nil {
+	r := sample()
+	r.Scenario, r.ScenarioFile = "examples/fault-kill.hcl", "examples/fault-kill.hcl"
+	r.Description = "kill the leader under load"
+	r.Clients = map[string]map[string]string{"w": {"keepalive_time": "off (clientv3 default)", "retries": "none"}}
+	if err := WriteSummary(&b, r, false); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
+	if first := strings.SplitN(out, "\n", 3); first[0] != "scenario fault-kill (examples/fault-kill.hcl)" || first[1] != "kill the leader under load" {
+		t.Errorf("summary starts %q, want the name, the file once and the description", first[:2])
+	}
 	for _, want := range []string{
-		"fault failover/kill (kill n1) applied at 7.01 s (lag 10.0 ms), new leader after 1.20 s, first write after 1.50 s, no write from 6.99 s to 8.51 s (1.52 s), recovered at 9.00 s",
+		"clients of w: keepalive_time off (clientv3 default); retries none",
+		"fault failover/kill (kill n1) applied at 7.01 s (lag 10.0 ms), new leader after 1.20 s, first write after 1.50 s, no write from 6.99 s to 8.51 s (1.52 s), recovered at 9.00 s, answering clients again: n1 after 800 ms",
+		"first write after 1.50 s, members back after 800 ms",
 		"fault failover/disk (disk n3) applied at 6.00 s, leader kept, first write after 900 ms",
 		"contender wrote 10 blocks, 10 MiB, fsync p50 2.00 p99 14.0 max 40.0",
 		"correctness: linearizable NO, lost writes 1",
@@ -112,4 +128,51 @@ func TestResultsJSONRoundTrip(t *testing.T) {
 	if len(p.Failovers) != 2 || p.Failovers[0].Unavailable == nil || p.Failovers[1].Disk == nil || back.Passed() {
 		t.Errorf("round trip lost failover details: %+v", p.Failovers)
 	}
+}
+
+// A fault's time to serve is its slowest target's; a target that never
+// answered again leaves it, and the phase's rejoin time, unmeasured for
+// good, whatever later faults measure.
+func TestRejoinTime(t *testing.T) {
+	tests := []struct {
+		name        string
+		served      [][]NodeServed // per failover, in order
+		wantFault   []*float64
+		wantRejoin  *float64
+		wantMissing []string
+	}{
+		{"no removing fault", [][]NodeServed{nil}, []*float64{nil}, nil, nil},
+		{"slowest target", [][]NodeServed{{{"n4", f64(1200)}, {"n5", f64(7000)}}}, []*float64{f64(7000)}, f64(7000), nil},
+		{"worst of two faults", [][]NodeServed{{{"n4", f64(300)}}, {{"n2", f64(900)}}}, []*float64{f64(300), f64(900)}, f64(900), nil},
+		{"one never answered", [][]NodeServed{{{"n4", f64(1200)}, {"n5", nil}}}, []*float64{nil}, nil, []string{"n5"}},
+		{"a later fault does not hide it", [][]NodeServed{{{"n5", nil}}, {{"n2", f64(900)}}}, []*float64{nil, f64(900)}, nil, []string{"n5"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Results{Phases: []Phase{{Name: "p"}}, Run: Phase{Name: "run"}}
+			for i, s := range tc.served {
+				if err := r.AddFailover("p", Failover{FaultID: "p/f" + string(rune('0'+i)), Served: s}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range []*Phase{&r.Phases[0], &r.Run} {
+				for i, f := range p.Failovers {
+					if !sameOpt(f.TimeToServeMS, tc.wantFault[i]) {
+						t.Errorf("%s: fault %d time to serve %v, want %v", p.Name, i, f.TimeToServeMS, tc.wantFault[i])
+					}
+				}
+				if !sameOpt(p.RejoinTimeMS, tc.wantRejoin) || strings.Join(p.NotRejoined, ",") != strings.Join(tc.wantMissing, ",") {
+					t.Errorf("%s: rejoin %v, not rejoined %v; want %v, %v", p.Name, p.RejoinTimeMS, p.NotRejoined, tc.wantRejoin, tc.wantMissing)
+				}
+			}
+			_, measured := r.Metrics()["phase.p.rejoin_time"]
+			if measured != (tc.wantRejoin != nil) {
+				t.Errorf("metric rejoin_time present = %v", measured)
+			}
+		})
+	}
+}
+
+func sameOpt(a, b *float64) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

@@ -1,0 +1,2 @@
+heartbeat = "300ms"
+nodes     = 5
