@@ -10,13 +10,6 @@ import (
 
 const blockClient = "client"
 
-// clientKnobs lists the client attributes each store's clients take.
-var clientKnobs = map[string][]string{
-	plan.StoreEtcd:      {"keepalive_time", "keepalive_timeout", "reconnect_backoff_max", "retries"},
-	plan.StoreZooKeeper: {"session_timeout"},
-	plan.StoreConsul:    {},
-}
-
 var clientSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "keepalive_time"}, {Name: "keepalive_timeout"}, {Name: "reconnect_backoff_max"}, {Name: "session_timeout"}, {Name: "retries"},
 }}
@@ -56,9 +49,8 @@ func decodeClient(block *hcl.Block, w *Workload, d *decoder) {
 
 // validateClient refuses client attributes the workload's store does not
 // have.
-func validateClient(w *Workload, store string) hcl.Diagnostics {
+func validateClient(w *Workload, store string, allowed []string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	allowed := clientKnobs[store]
 	for _, name := range sortedRangeKeys(w.clientRanges) {
 		if contains(allowed, name) {
 			continue

@@ -8,7 +8,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/coordlab/scenario/plan"
-	"github.com/coordlab/scenario/stores/gobuild"
+	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/registry"
 )
 
 const blockCluster = "cluster"
@@ -72,17 +73,18 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 	a := content.Attributes
 	if attr, ok := a["store"]; ok {
 		c.storeRange = attr.Expr.Range()
-		c.Spec.Store, _ = d.oneOf(attr, plan.StoreNames())
+		c.Spec.Store, _ = d.oneOf(attr, registry.Names())
 	}
-	c.Spec.Version = plan.DefaultVersion(c.Spec.Store)
+	drv := storeDriver(c.Spec.Store)
+	c.Spec.Version = drv.DefaultVersion
 	if attr, ok := a["version"]; ok {
 		if v, ok := d.str(attr); ok {
 			if v == "" {
-				d.errorf(attr.Expr.Range(), "Invalid version", "Write a version such as %q, or leave `version` out for the default.", plan.DefaultVersion(c.Spec.Store))
-			} else if _, err := gobuild.ParseVersion(c.Spec.Store, plan.DefaultVersion(c.Spec.Store), v); err != nil && c.Spec.Store != "" {
+				d.errorf(attr.Expr.Range(), "Invalid version", "Write a version such as %q, or leave `version` out for the default.", drv.DefaultVersion)
+			} else if err := checkVersion(drv, v); err != nil {
 				// The one release grammar of every command (stores
 				// install, images build), checked where it is written.
-				d.errorf(attr.Expr.Range(), "Invalid version", "%s. Write a full release number such as %q (v is optional), or leave `version` out for the default.", err, plan.DefaultVersion(c.Spec.Store))
+				d.errorf(attr.Expr.Range(), "Invalid version", "%s. Write a full release number such as %q (v is optional), or leave `version` out for the default.", err, drv.DefaultVersion)
 			}
 			c.Spec.Version = v
 		}
@@ -353,4 +355,20 @@ func (c *Cluster) validateKnobs(d *decoder) {
 		d.add(errorIn(c.knobs.at("sync_limit"), c.knobs.block, "sync_limit above init_limit",
 			"A follower gets init_limit (%d ticks) to connect and sync_limit (%d ticks) to stay in sync: sync_limit above init_limit is almost always a mistake.", k.InitLimit, k.SyncLimit))
 	}
+}
+
+// storeDriver is the driver of store, or none (no version) for a store the
+// file names wrongly, which is reported where it is written.
+func storeDriver(store string) stores.Driver {
+	d, _ := registry.Lookup(store)
+	return d
+}
+
+// checkVersion checks version against the grammar of drv's store, if the
+// store is known.
+func checkVersion(drv stores.Driver, version string) error {
+	if drv.CheckVersion == nil {
+		return nil
+	}
+	return drv.CheckVersion(version)
 }

@@ -22,13 +22,6 @@ var workloadSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: bloc
 	{Name: "endpoints"},
 }}
 
-// storeOps lists the operations each store's driver implements.
-var storeOps = map[string][]string{
-	plan.StoreEtcd:      {plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn},
-	plan.StoreZooKeeper: {plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn},
-	plan.StoreConsul:    {plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn},
-}
-
 // Workload defaults, chosen to be light enough for a laptop.
 const (
 	defaultClients   = 10

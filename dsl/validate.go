@@ -2,10 +2,11 @@ package dsl
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/registry"
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -70,22 +71,9 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 			continue
 		}
 		w.Spec.Cluster = c.Spec.Name
-		modes := plan.ConsistencyModes(c.Spec.Store)
-		if !w.consistSet {
-			w.Spec.Consistency = modes[0]
-		} else if !contains(modes, w.Spec.Consistency) {
-			add(errorAt(w.consistRange, "Consistency mode not supported by the store",
-				"%s has no %q read mode. %s", c.Spec.Store, w.Spec.Consistency, didYouMean(w.Spec.Consistency, modes)))
-		}
-		if limit, why := maxValueSize(c.Spec); w.valueSizeSet && int64(w.Spec.ValueSize) > limit {
-			add(errorAt(w.valueSizeRange, "Value too large for the store",
-				"%s refuses a value of %s: %s. Write at most %s.", c.Spec.Store, plan.FormatBytes(int64(w.Spec.ValueSize)), why, plan.FormatBytes(limit)))
-		}
-		add(validateClient(w, c.Spec.Store)...)
-		for _, m := range w.Spec.Mix {
-			if !contains(storeOps[c.Spec.Store], m.Op) {
-				add(errorAt(w.mixRanges[m.Op], "Operation not supported by the store", "%s does not support %q. Allowed: %s.", c.Spec.Store, m.Op, quoteList(storeOps[c.Spec.Store])))
-			}
+		// A store named wrongly is reported where it is written.
+		if drv, ok := registry.Lookup(c.Spec.Store); ok {
+			add(validateForStore(w, c.Spec, drv)...)
 		}
 		if !w.regionSet {
 			regions := distinct(c.Spec.Placement)
@@ -340,24 +328,25 @@ func occurrenceCount(f *Fault, p *Phase) int64 {
 	return n
 }
 
-// maxValueSize is the largest value a store's cluster accepts in one write,
-// and why: every write larger than it fails, so a workload that writes one
-// measures nothing but refusals.
-func maxValueSize(c plan.ClusterSpec) (int64, string) {
-	switch c.Store {
-	case plan.StoreZooKeeper:
-		// jute.maxbuffer is 0xfffff bytes for the whole request, path and
-		// header included; the server drops the connection beyond it.
-		return 1_000_000, "a request, path and value together, may not exceed jute.maxbuffer (1 MiB less one byte)"
-	case plan.StoreConsul:
-		return 512 << 10, "Consul's KV store takes values of up to kv_max_value_size, 512 KiB"
-	case plan.StoreEtcd:
-		limit := int64(1536 << 10)
-		if c.Etcd != nil && c.Etcd.MaxRequestBytes > 0 {
-			limit = c.Etcd.MaxRequestBytes
-		}
-		// The request also carries the key and a few bytes of framing.
-		return limit - 1024, "a put request may not exceed max_request_bytes (1.5 MiB unless the cluster's etcd block sets it), key and framing included"
+// validateForStore checks a workload against what its cluster's store
+// supports, and fills in the store's default read mode.
+func validateForStore(w *Workload, c plan.ClusterSpec, drv stores.Driver) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if !w.consistSet {
+		w.Spec.Consistency = drv.Modes[0]
+	} else if !contains(drv.Modes, w.Spec.Consistency) {
+		diags = append(diags, errorAt(w.consistRange, "Consistency mode not supported by the store",
+			"%s has no %q read mode. %s", c.Store, w.Spec.Consistency, didYouMean(w.Spec.Consistency, drv.Modes)))
 	}
-	return math.MaxInt64, ""
+	if limit, why := drv.ValueLimit(c); w.valueSizeSet && int64(w.Spec.ValueSize) > limit {
+		diags = append(diags, errorAt(w.valueSizeRange, "Value too large for the store",
+			"%s refuses a value of %s: %s. Write at most %s.", c.Store, plan.FormatBytes(int64(w.Spec.ValueSize)), why, plan.FormatBytes(limit)))
+	}
+	diags = append(diags, validateClient(w, c.Store, drv.ClientKnobs)...)
+	for _, m := range w.Spec.Mix {
+		if !contains(drv.Ops, m.Op) {
+			diags = append(diags, errorAt(w.mixRanges[m.Op], "Operation not supported by the store", "%s does not support %q. Allowed: %s.", c.Store, m.Op, quoteList(drv.Ops)))
+		}
+	}
+	return diags
 }

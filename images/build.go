@@ -12,10 +12,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/coordlab/scenario/plan"
-	"github.com/coordlab/scenario/stores/consul"
-	"github.com/coordlab/scenario/stores/etcd"
+	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/gobuild"
+	"github.com/coordlab/scenario/stores/registry"
+	"github.com/coordlab/scenario/stores/zookeeper"
 	"github.com/moby/moby/client"
 )
 
@@ -143,42 +143,39 @@ func (b builder) build(ctx context.Context, cacheDir string, s Spec) (Result, er
 	labels := map[string]string{LabelStore: "debian", LabelVersion: suite}
 	var extras []entry
 	var env []string
-	switch s.Store {
-	case "":
-	case plan.StoreEtcd:
-		bin, err := b.binary(ctx, s, func() (string, bool) { return etcd.Exists(s.Version, cacheDir) }, func() (string, error) {
-			return etcd.Install(ctx, etcd.InstallOptions{Version: s.Version, CacheDir: cacheDir, Progress: b.opts.Progress})
-		})
-		if err != nil {
-			return Result{}, err
+	if s.Store != "" {
+		d, ok := registry.Lookup(s.Store)
+		if !ok {
+			return Result{}, fmt.Errorf("build %s: unknown store", s)
 		}
-		extras = []entry{file(EtcdBinary, bin)}
-	case plan.StoreConsul:
-		bin, err := b.binary(ctx, s, func() (string, bool) { return consul.Exists(s.Version, cacheDir) }, func() (string, error) {
-			return consul.Install(ctx, consul.InstallOptions{Version: s.Version, CacheDir: cacheDir, Progress: b.opts.Progress})
-		})
-		if err != nil {
-			return Result{}, err
+		switch d.Image.Layout {
+		case stores.ImageGoBinary:
+			bin, err := b.binary(ctx, s, func() (string, bool) { return d.Installed(s.Version, cacheDir) }, func() (string, error) {
+				return d.Install(ctx, s.Version, cacheDir, b.opts.Progress)
+			})
+			if err != nil {
+				return Result{}, err
+			}
+			extras = []entry{file(d.Image.Server, bin)}
+		case stores.ImageDebianZooKeeper:
+			if rootfs, err = b.cache.zookeeperRootfs(ctx, rootfs, s.Version); err != nil {
+				return Result{}, err
+			}
+			java, err := javaDir(rootfs)
+			if err != nil {
+				return Result{}, err
+			}
+			// The official image's layout, made of links into Debian's.
+			lib := zookeeper.ImageHome(s.Version) + "/lib"
+			extras = []entry{{name: lib, dir: true, mode: 0o755}}
+			for _, j := range zookeeperJars(s.Version) {
+				extras = append(extras, symlink(lib+"/"+j.name, j.target))
+			}
+			extras = append(extras, symlink(zookeeper.ImageJavaHome, java))
+			env = []string{"JAVA_HOME=" + zookeeper.ImageJavaHome}
+		default:
+			return Result{}, fmt.Errorf("build %s: the store's image cannot be built here", s)
 		}
-		extras = []entry{file(ConsulBinary, bin)}
-	case plan.StoreZooKeeper:
-		if rootfs, err = b.cache.zookeeperRootfs(ctx, rootfs, s.Version); err != nil {
-			return Result{}, err
-		}
-		java, err := javaDir(rootfs)
-		if err != nil {
-			return Result{}, err
-		}
-		// The official image's layout, made of links into Debian's.
-		lib := ZooKeeperHome(s.Version) + "/lib"
-		extras = []entry{{name: lib, dir: true, mode: 0o755}}
-		for _, j := range zookeeperJars(s.Version) {
-			extras = append(extras, symlink(lib+"/"+j.name, j.target))
-		}
-		extras = append(extras, symlink(JavaHome, java))
-		env = []string{"JAVA_HOME=" + JavaHome}
-	default:
-		return Result{}, fmt.Errorf("build %s: unknown store", s)
 	}
 	if s.Store != "" {
 		labels = map[string]string{LabelStore: s.Store, LabelVersion: s.Version}

@@ -13,8 +13,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/coordlab/scenario/plan"
-	"github.com/coordlab/scenario/stores/gobuild"
+	"github.com/coordlab/scenario/stores/registry"
 )
 
 // BaseImage is the Debian bookworm image every node's network sandbox runs
@@ -30,56 +29,19 @@ const (
 	BuiltBy = "scenario images build"
 )
 
-// Where the servers are inside the images: the official images' paths, so
-// the runner starts a built image and a pulled one the same way.
-const (
-	EtcdBinary   = "/usr/local/bin/etcd"
-	ConsulBinary = "/bin/consul"
-	// JavaHome is the ZooKeeper image's JAVA_HOME; Java is JavaHome/bin/java.
-	JavaHome = "/opt/java/openjdk"
-)
-
-// ZooKeeperHome is the official ZooKeeper image's installation directory
-// for version; its lib/ directory holds the jars.
-func ZooKeeperHome(version string) string {
-	return "/apache-zookeeper-" + strings.TrimPrefix(version, "v") + "-bin"
-}
-
-// ZooKeeperClassPath is the Java class path that runs ZooKeeper version in
-// its image.
-func ZooKeeperClassPath(version string) string { return ZooKeeperHome(version) + "/lib/*" }
-
-// DebianZooKeeper is the only ZooKeeper version Build can make: the one
-// Debian bookworm packages.
-const DebianZooKeeper = "3.8.0"
-
-// repo is store's official image repository and how its tags spell a
-// version.
-func repo(store string) (name, tagPrefix string, ok bool) {
-	switch store {
-	case plan.StoreEtcd:
-		return "gcr.io/etcd-development/etcd", "v", true
-	case plan.StoreConsul:
-		return "hashicorp/consul", "", true
-	case plan.StoreZooKeeper:
-		return "zookeeper", "", true
-	}
-	return "", "", false
-}
-
 // Default is the image a cluster of store at version runs when it names no
 // image: the official image's name. An empty version means the store's
 // default version; a leading "v" is optional. Unknown stores have no image
 // and get "".
 func Default(store, version string) string {
-	name, prefix, ok := repo(store)
+	d, ok := registry.Lookup(store)
 	if !ok {
 		return ""
 	}
 	if version == "" {
-		version = plan.DefaultVersion(store)
+		version = d.DefaultVersion
 	}
-	return name + ":" + prefix + strings.TrimPrefix(version, "v")
+	return d.Image.Repo + ":" + d.Image.TagPrefix + strings.TrimPrefix(version, "v")
 }
 
 // Spec is one store image to build.
@@ -98,8 +60,8 @@ func (s Spec) Tag() string { return Default(s.Store, s.Version) }
 // images build` makes when given no arguments.
 func DefaultSpecs() []Spec {
 	var out []Spec
-	for _, s := range plan.StoreNames() {
-		out = append(out, Spec{Store: s, Version: plan.DefaultVersion(s)})
+	for _, d := range registry.All() {
+		out = append(out, Spec{Store: d.Name, Version: d.DefaultVersion})
 	}
 	return out
 }
@@ -109,44 +71,21 @@ func DefaultSpecs() []Spec {
 // Errors say what is wrong with the argument, so they are bad input.
 func ParseSpec(arg string) (Spec, error) {
 	store, version, _ := strings.Cut(arg, "@")
-	if _, _, ok := repo(store); !ok {
-		return Spec{}, fmt.Errorf("%q: unknown store; write one of %s, optionally with @VERSION", arg, strings.Join(plan.StoreNames(), ", "))
+	d, ok := registry.Lookup(store)
+	if !ok {
+		return Spec{}, fmt.Errorf("%q: unknown store; write one of %s, optionally with @VERSION", arg, strings.Join(registry.Names(), ", "))
 	}
 	if version == "" {
-		version = plan.DefaultVersion(store)
+		version = d.DefaultVersion
 	}
-	if err := checkVersion(store, version); err != nil {
+	// Refuse what cannot be built before anything slow starts.
+	if err := d.CheckVersion(version); err != nil {
+		return Spec{}, err
+	}
+	if err := d.Image.Buildable(version); err != nil {
 		return Spec{}, err
 	}
 	return Spec{Store: store, Version: strings.TrimPrefix(version, "v")}, nil
-}
-
-// checkVersion refuses versions Build cannot make, before anything slow
-// starts.
-func checkVersion(store, version string) error {
-	example := plan.DefaultVersion(store)
-	v, err := gobuild.ParseVersion(store, example, version)
-	if err != nil {
-		return err
-	}
-	switch store {
-	case plan.StoreEtcd:
-		if !v.AtLeast(3, 4) || v.Major != 3 {
-			return fmt.Errorf("etcd version %q: only 3.x releases from 3.4 on can be built", version)
-		}
-	case plan.StoreConsul:
-		if v.Major != 1 {
-			return fmt.Errorf("consul version %q: only 1.x releases can be built", version)
-		}
-	case plan.StoreZooKeeper:
-		// The image is Debian's zookeeper package: the version Debian
-		// ships is the only one there is.
-		if strings.TrimPrefix(version, "v") != DebianZooKeeper {
-			return fmt.Errorf("zookeeper version %q: only %s can be built here, from Debian bookworm's zookeeper package; where a registry is reachable, docker pull %s instead",
-				version, DebianZooKeeper, Default(store, version))
-		}
-	}
-	return nil
 }
 
 // SpecOf returns the Spec whose image is tag, if tag is one Build makes.
@@ -158,12 +97,11 @@ func SpecOf(tag string) (Spec, bool) {
 		return Spec{}, false
 	}
 	name, version := tag[:i], tag[i+1:]
-	for _, store := range plan.StoreNames() {
-		r, prefix, _ := repo(store)
-		if name != r || !strings.HasPrefix(version, prefix) {
+	for _, d := range registry.All() {
+		if name != d.Image.Repo || !strings.HasPrefix(version, d.Image.TagPrefix) {
 			continue
 		}
-		s, err := ParseSpec(store + "@" + strings.TrimPrefix(version, prefix))
+		s, err := ParseSpec(d.Name + "@" + strings.TrimPrefix(version, d.Image.TagPrefix))
 		if err != nil || s.Tag() != tag {
 			return Spec{}, false
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordlab/scenario/stores/registry"
+	"github.com/coordlab/scenario/stores/zookeeper"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -76,16 +78,16 @@ func TestBuildAndRun(t *testing.T) {
 		}
 	}
 
-	zk := Spec{Store: "zookeeper", Version: DebianZooKeeper}
+	zk := Spec{Store: "zookeeper", Version: zookeeper.DebianVersion}
 	tests := []struct {
 		name, image string
 		cmd         []string
 		want        string
 	}{
 		{"base sleeps", BaseImage, []string{"sleep", "0"}, ""},
-		{"etcd", Default("etcd", ""), []string{EtcdBinary, "--version"}, "etcd Version: 3.5.17"},
-		{"consul", Default("consul", ""), []string{ConsulBinary, "version"}, "Consul v1.20.2"},
-		{"zookeeper", zk.Tag(), []string{JavaHome + "/bin/java", "-cp", ZooKeeperClassPath(zk.Version), "org.apache.zookeeper.version.VersionInfoMain"},
+		{"etcd", Default("etcd", ""), []string{imageServer("etcd"), "--version"}, "etcd Version: 3.5.17"},
+		{"consul", Default("consul", ""), []string{imageServer("consul"), "version"}, "Consul v1.20.2"},
+		{"zookeeper", zk.Tag(), []string{zookeeper.ImageJavaHome + "/bin/java", "-cp", zookeeper.ImageClassPath(zk.Version), "org.apache.zookeeper.version.VersionInfoMain"},
 			"Apache ZooKeeper, version 3.8.0"},
 	}
 	for _, tt := range tests {
@@ -183,4 +185,10 @@ func runOnce(ctx context.Context, cli *client.Client, image string, cmd []string
 		return "", 0, fmt.Errorf("logs of %s: %w", image, err)
 	}
 	return out.String(), code, nil
+}
+
+// imageServer is where store's server is inside its image.
+func imageServer(store string) string {
+	d, _ := registry.Lookup(store)
+	return d.Image.Server
 }

@@ -306,7 +306,7 @@ func unmount(p string) error {
 // and the Debian file it points at.
 type zookeeperJar struct{ name, target string }
 
-// zookeeperJars are the jars ZooKeeperClassPath must hold. Debian's
+// zookeeperJars are the jars zookeeper.ImageClassPath must hold. Debian's
 // zookeeper.jar lists its other dependencies in its manifest's Class-Path,
 // by absolute path, so these three are enough.
 func zookeeperJars(version string) []zookeeperJar {

@@ -18,7 +18,7 @@ import (
 // startCluster starts every node on loopback ports of its own and waits until
 // the cluster is ready. A node that exits while the others are still coming
 // up fails the start at once, naming that node.
-func (x *execution) startCluster(ctx context.Context, launch launcher) error {
+func (x *execution) startCluster(ctx context.Context, launch stores.Launcher) error {
 	c := x.cluster
 	if err := x.endpoints(); err != nil {
 		return err
@@ -54,7 +54,7 @@ func (x *execution) startCluster(ctx context.Context, launch launcher) error {
 		}()
 	}
 	start := time.Now()
-	err := x.drv.waitReady(wctx, x.eps, c.ReadyTimeout.D())
+	err := x.drv.WaitReady(wctx, x.eps, c.ReadyTimeout.D())
 	var ne *nodeExit
 	switch {
 	case errors.As(context.Cause(wctx), &ne):
@@ -90,20 +90,20 @@ func (x *execution) endpoints() error {
 	c := x.cluster
 	if x.fab == nil && x.ctr != nil {
 		for i, n := range x.sandboxes {
-			x.eps = append(x.eps, endpoint(i+1, n.Addr().String(), x.drv.ports()))
+			x.eps = append(x.eps, endpoint(i+1, n.Addr().String(), x.drv.Ports))
 		}
 		return nil
 	}
 	if x.fab != nil {
 		observer := x.fab.Host(observerHost)
 		for i := 1; i <= c.Nodes; i++ {
-			ep := endpoint(i, x.fab.Host(plan.NodeName(i)).Addr.String(), x.drv.ports())
+			ep := endpoint(i, x.fab.Host(plan.NodeName(i)).Addr.String(), x.drv.Ports)
 			ep.Dial = observer.Dial
 			x.eps = append(x.eps, ep)
 		}
 		return nil
 	}
-	per := len(x.drv.ports())
+	per := len(x.drv.Ports)
 	ports, err := x.proc.AllocatePorts(per * c.Nodes)
 	if err != nil {
 		return x.infra("", "startup", fmt.Errorf("allocate ports: %w", err))
@@ -151,7 +151,7 @@ func (x *execution) openClients(ctx context.Context) error {
 		if x.fab != nil {
 			dial = x.fab.Host(clientHost(w.Region)).Dial
 		}
-		cl, err := x.drv.newClient(ctx, stores.ClientOptions{
+		cl, err := x.drv.NewClient(ctx, stores.ClientOptions{
 			Dial:        dial,
 			Endpoints:   x.clientEndpoints(w),
 			Conns:       w.Conns,

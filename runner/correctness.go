@@ -43,7 +43,7 @@ func (x *execution) newRecorder() *checker.Recorder {
 	}
 	rec := checker.NewSampledRecorder(sampleKeys, keyspace)
 	for _, w := range x.plan.Workloads {
-		if w.Consistency != "" && w.Consistency != x.drv.strongRead() {
+		if w.Consistency != "" && w.Consistency != x.drv.StrongRead {
 			rec.Exclude(w.Name)
 		}
 	}
@@ -92,11 +92,11 @@ func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) 
 
 	rctx, cancel := context.WithTimeout(ctx, recoveryTimeout)
 	defer cancel()
-	if err := x.drv.waitReady(rctx, x.eps, recoveryTimeout); err != nil {
+	if err := x.drv.WaitReady(rctx, x.eps, recoveryTimeout); err != nil {
 		return fmt.Errorf("cluster not healthy after the run, so acknowledged writes cannot be read back: %w", err)
 	}
-	cl, err := x.drv.newClient(rctx, stores.ClientOptions{
-		Endpoints: x.eps, Conns: 1, Consistency: x.drv.strongRead(), Timeout: readBackTimeout,
+	cl, err := x.drv.NewClient(rctx, stores.ClientOptions{
+		Endpoints: x.eps, Conns: 1, Consistency: x.drv.StrongRead, Timeout: readBackTimeout,
 		Workload: x.plan.Workloads[0],
 	})
 	if err != nil {
@@ -119,7 +119,7 @@ func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) 
 		res.Correctness.Visualization = filepath.Base(res.Correctness.Visualization)
 	}
 	if n := x.rec.Skipped(); n > 0 {
-		res.Correctness.Detail += fmt.Sprintf(" %d operations on sampled keys were not checked (ranges, and reads of workloads with weaker consistency than %s).", n, x.drv.strongRead())
+		res.Correctness.Detail += fmt.Sprintf(" %d operations on sampled keys were not checked (ranges, and reads of workloads with weaker consistency than %s).", n, x.drv.StrongRead)
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func needDocker(t *testing.T, store string) {
 		t.Skip("skipped in -short mode: starts a real 3-node cluster in containers")
 	}
 	// Check says which is missing: the engine, or an image.
-	if err := images.Check(context.Background(), images.BaseImage, images.Default(store, plan.DefaultVersion(store))); err != nil {
+	if err := images.Check(context.Background(), images.BaseImage, images.Default(store, "")); err != nil {
 		t.Skipf("needs a Docker engine and the store's image: %v", err)
 	}
 }

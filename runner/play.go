@@ -11,13 +11,14 @@ import (
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/workload"
+	"github.com/coordlab/scenario/stores"
 )
 
 // play runs the timeline: every load at its offset, every event on time,
 // the leader polled throughout. It returns the results with checks
 // evaluated and written to OutDir.
 func (x *execution) play(ctx context.Context) (*results.Results, error) {
-	pl, err := x.drv.newPoller(x.eps)
+	pl, err := x.drv.NewPoller(x.eps)
 	if err != nil {
 		return nil, x.infra("", "startup", fmt.Errorf("status poller: %w", err))
 	}
@@ -178,7 +179,7 @@ func (x *execution) currentPhase() string {
 
 // pollLeader asks every node for its status every pollInterval and feeds
 // the leader timeline.
-func (x *execution) pollLeader(ctx context.Context, pl poller) {
+func (x *execution) pollLeader(ctx context.Context, pl stores.Poller) {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
@@ -271,7 +272,7 @@ func (x *execution) describe(res *results.Results, finished time.Time) {
 	res.Backend["store"] = x.cluster.Store + " " + x.cluster.Version
 	res.Clients = map[string]map[string]string{}
 	for _, w := range x.plan.Workloads {
-		res.Clients[w.Name] = x.drv.clientSettings(w.Client)
+		res.Clients[w.Name] = x.drv.ClientSettings(w.Client)
 	}
 	if res.Notes == nil {
 		res.Notes = map[string]string{}

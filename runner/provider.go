@@ -12,6 +12,7 @@ import (
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/container"
 	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/stores"
 )
 
 // node is one store server, run as a process (process.Node) or a
@@ -50,10 +51,10 @@ func (x *execution) docker() bool { return x.cluster.Provider == plan.ProviderDo
 
 // install returns how to launch the cluster's nodes: the store's server on
 // this machine, or in its image.
-func (x *execution) install(ctx context.Context) (launcher, error) {
+func (x *execution) install(ctx context.Context) (stores.Launcher, error) {
 	c := x.cluster
 	if !x.docker() {
-		launch, err := x.drv.install(ctx, c, x.opts.CacheDir, x.opts.Progress)
+		launch, err := x.drv.Launcher(ctx, c, x.opts.CacheDir, x.opts.Progress)
 		if err != nil {
 			return nil, fmt.Errorf("get %s %s: %w", c.Store, c.Version, err)
 		}
@@ -66,7 +67,7 @@ func (x *execution) install(ctx context.Context) (launcher, error) {
 	if err := images.Check(ctx, x.image, images.BaseImage); err != nil {
 		return nil, err
 	}
-	return x.drv.containerLauncher(c), nil
+	return x.drv.Image.Launcher(c), nil
 }
 
 // startSandboxes creates the run's Docker network and every node's network

@@ -25,6 +25,7 @@ import (
 	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/registry"
 )
 
 // Options configure Run.
@@ -121,7 +122,7 @@ func Run(ctx context.Context, pl *plan.Plan, opts Options) (*results.Results, er
 		opts.StateDir = process.DefaultStateDir()
 	}
 	x := &execution{plan: pl, opts: opts, log: opts.Logger, cluster: pl.Clusters[0]}
-	x.drv = driverFor(x.cluster.Store)
+	x.drv, _ = registry.Lookup(x.cluster.Store) // checkSupported refused unknown stores
 	return x.run(ctx)
 }
 
@@ -131,7 +132,7 @@ type execution struct {
 	opts    Options
 	log     *slog.Logger
 	cluster plan.ClusterSpec
-	drv     driver
+	drv     stores.Driver
 
 	proc      *process.Run
 	ctr       *container.Run    // nil unless the cluster runs in containers
@@ -147,7 +148,7 @@ type execution struct {
 	base    time.Time
 	coll    *metrics.Collector
 	engines map[string]*workload.Engine
-	poller  poller
+	poller  stores.Poller
 	faults  *faultDriver
 	fab     *fabric.Fabric // nil when the run needs no network shaping
 	net     *network

@@ -6,6 +6,8 @@ import (
 
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/registry"
 	"github.com/coordlab/scenario/stores/zookeeper"
 )
 
@@ -65,13 +67,13 @@ workload "writer" {
   clients     = 4
   timeout     = "2s"
 }
-`, driverFor(store).strongRead())
+`, storeDriver(store).StrongRead)
 }
 
 // storeWorkloads is a writer reading in the store's strong mode plus one
 // reader per consistency mode.
 func storeWorkloads(store string) (src string, names []string) {
-	modes := plan.ConsistencyModes(store)
+	modes := storeDriver(store).Modes
 	src = writerWorkload(store)
 	names = append(names, "writer")
 	for _, m := range modes {
@@ -302,4 +304,10 @@ phase "after" {
 			}
 		})
 	}
+}
+
+// storeDriver is store's driver.
+func storeDriver(store string) stores.Driver {
+	d, _ := registry.Lookup(store)
+	return d
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/stores/registry"
 )
 
 // faultImplemented reports whether the runner can inject a fault kind.
@@ -27,7 +28,7 @@ func checkSupported(p *plan.Plan, netAvailable func() error) error {
 		missing = append(missing, fmt.Sprintf("%d clusters in one scenario (one cluster per scenario for now)", len(p.Clusters)))
 	}
 	for _, c := range p.Clusters {
-		if driverFor(c.Store) == nil {
+		if _, ok := registry.Lookup(c.Store); !ok {
 			missing = append(missing, fmt.Sprintf("store %q (cluster %q)", c.Store, c.Name))
 		}
 	}

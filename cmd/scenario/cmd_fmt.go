@@ -29,7 +29,7 @@ if any do. A file with syntax errors is reported and exits 2.`,
 			for _, path := range args {
 				src, err := dsl.ReadSource(path)
 				if err != nil {
-					return &exitError{code: exitInvalid, err: fmt.Errorf("read %s: %w", path, err)}
+					return &exitError{code: exitInvalid, err: fmt.Errorf("read scenario: %w", err)}
 				}
 				if d := dsl.CheckSource(path, src); d.HasErrors() {
 					diags = append(diags, d...)

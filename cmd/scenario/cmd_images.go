@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/images"
+	"github.com/coordlab/scenario/stores/zookeeper"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +38,7 @@ official image's name so that a machine with a registry pulls the real one:
   etcd       gcr.io/etcd-development/etcd:vVERSION   etcd built from its Go module
   consul     hashicorp/consul:VERSION                Consul built from its Go module
   zookeeper  zookeeper:VERSION                       Debian's zookeeper package
-                                                     (only ` + images.DebianZooKeeper + `)
+                                                     (only ` + zookeeper.DebianVersion + `)
 
 Images whose tags exist are kept unless --force. Building needs root and
 debootstrap (apt-get install debootstrap).`,

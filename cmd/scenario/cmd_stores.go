@@ -4,66 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/coordlab/scenario/plan"
-	"github.com/coordlab/scenario/stores/consul"
-	"github.com/coordlab/scenario/stores/etcd"
-	"github.com/coordlab/scenario/stores/gobuild"
-	"github.com/coordlab/scenario/stores/zookeeper"
+	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/registry"
 	"github.com/spf13/cobra"
 )
-
-// storeInstaller is how the CLI finds and installs one store's server.
-type storeInstaller struct {
-	// checkVersion refuses a version this store cannot have, before
-	// anything is built.
-	checkVersion func(version string) error
-	// installed returns where version is already installed, if it is.
-	installed func(version, cacheDir string) (string, bool)
-	// install builds or finds version, reporting progress.
-	install func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error)
-}
-
-// storeInstallers maps each store to its installer.
-func storeInstallers() map[string]storeInstaller {
-	return map[string]storeInstaller{
-		plan.StoreEtcd: {
-			checkVersion: func(v string) error { _, err := etcd.ParseVersion(v); return err },
-			installed:    etcd.Exists,
-			install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
-				return etcd.Install(ctx, etcd.InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
-			},
-		},
-		plan.StoreConsul: {
-			checkVersion: func(v string) error { _, err := consul.ParseVersion(v); return err },
-			installed:    consul.Exists,
-			install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
-				return consul.Install(ctx, consul.InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
-			},
-		},
-		// ZooKeeper is a Java program installed by the system's package
-		// manager (or by hand under $ZOOKEEPER_HOME); it is found, not built.
-		plan.StoreZooKeeper: {
-			checkVersion: func(v string) error {
-				_, err := gobuild.ParseVersion(plan.StoreZooKeeper, plan.DefaultVersion(plan.StoreZooKeeper), v)
-				return err
-			},
-			installed: func(version, _ string) (string, bool) {
-				inst, err := zookeeper.Find("", version)
-				return inst.ClassPath, err == nil
-			},
-			install: func(_ context.Context, version, _ string, _ io.Writer) (string, error) {
-				inst, err := zookeeper.Find("", version)
-				if err != nil {
-					return "", err
-				}
-				return fmt.Sprintf("%s (java %s)", inst.ClassPath, inst.Java), nil
-			},
-		},
-	}
-}
 
 func newStoresCommand() *cobra.Command {
 	var cacheDir string
@@ -78,12 +24,12 @@ func newStoresCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			for _, s := range plan.StoreNames() {
+			for _, d := range registry.All() {
 				status := "  not installed"
-				if path, ok := storeInstallers()[s].installed(plan.DefaultVersion(s), cacheDir); ok {
+				if path, ok := d.Installed(d.DefaultVersion, cacheDir); ok {
 					status = "  installed: " + path
 				}
-				fmt.Fprintf(out, "%-10s default %-7s consistency: %s%s\n", s, plan.DefaultVersion(s), strings.Join(plan.ConsistencyModes(s), "|"), status)
+				fmt.Fprintf(out, "%-10s default %-7s consistency: %s%s\n", d.Name, d.DefaultVersion, strings.Join(d.Modes, "|"), status)
 			}
 			return nil
 		},
@@ -104,36 +50,38 @@ default version is meant. Several versions live side by side.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Every argument and flag is checked before anything is built:
 			// a mistake in the last one must not cost a ten-minute build.
-			type request struct{ arg, store, version string }
+			type request struct {
+				arg, version string
+				drv          stores.Driver
+			}
 			var reqs []request
 			for _, arg := range args {
 				store, version, _ := strings.Cut(arg, "@")
-				inst, ok := storeInstallers()[store]
+				drv, ok := registry.Lookup(store)
 				if !ok {
-					return &exitError{code: exitInvalid, err: fmt.Errorf("%q: unknown store; write one of %s, optionally with @VERSION", arg, strings.Join(plan.StoreNames(), ", "))}
+					return &exitError{code: exitInvalid, err: fmt.Errorf("%q: unknown store; write one of %s, optionally with @VERSION", arg, strings.Join(registry.Names(), ", "))}
 				}
 				if version == "" {
-					version = plan.DefaultVersion(store)
+					version = drv.DefaultVersion
 				}
-				if err := inst.checkVersion(version); err != nil {
+				if err := drv.CheckVersion(version); err != nil {
 					return &exitError{code: exitInvalid, err: err}
 				}
-				if bench && store != plan.StoreEtcd {
-					return &exitError{code: exitInvalid, err: fmt.Errorf("--benchmark: only etcd has a benchmark tool to build, not %s (%s)", store, arg)}
+				if bench && drv.Benchmark == nil {
+					return &exitError{code: exitInvalid, err: fmt.Errorf("--benchmark: %s has no benchmark tool to build (%s)", store, arg)}
 				}
-				reqs = append(reqs, request{arg, store, version})
+				reqs = append(reqs, request{arg, version, drv})
 			}
 			holdResources(cmd.Context())
 			for _, r := range reqs {
-				arg, store, version := r.arg, r.store, r.version
-				inst := storeInstallers()[store]
-				path, err := inst.install(cmd.Context(), version, cacheDir, cmd.ErrOrStderr())
+				arg, store, version := r.arg, r.drv.Name, r.version
+				path, err := r.drv.Install(cmd.Context(), version, cacheDir, cmd.ErrOrStderr())
 				if err != nil {
 					return installError(cmd.Context(), fmt.Errorf("install %s@%s: %w", store, version, err))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s: %s\n", store, version, path)
 				if bench {
-					path, err := etcd.InstallBenchmark(cmd.Context(), etcd.InstallOptions{Version: version, CacheDir: cacheDir, Progress: cmd.ErrOrStderr()})
+					path, err := r.drv.Benchmark(cmd.Context(), version, cacheDir, cmd.ErrOrStderr())
 					if err != nil {
 						return installError(cmd.Context(), fmt.Errorf("install benchmark for %s: %w", arg, err))
 					}

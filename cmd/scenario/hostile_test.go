@@ -59,7 +59,7 @@ func TestHostileCommandLines(t *testing.T) {
 		{name: "stores install checks every argument first", args: []string{"stores", "install", "etcd", "consul@2", "--cache-dir", cache}, code: exitInvalid,
 			stderr: regexp.MustCompile(`consul version "2"`)},
 		{name: "stores install --benchmark of zookeeper", args: []string{"stores", "install", "etcd", "zookeeper", "--benchmark", "--cache-dir", cache}, code: exitInvalid,
-			stderr: regexp.MustCompile(`--benchmark: only etcd has a benchmark tool`)},
+			stderr: regexp.MustCompile(`--benchmark: zookeeper has no benchmark tool to build`)},
 		{name: "an escape sequence in a -var is shown escaped", args: []string{"validate", escape, "--var", "v=\x1b[31mred"}, code: exitInvalid,
 			stderr: regexp.MustCompile(`\\x1b\[31mred`)},
 		{name: "an escape sequence in a file name is shown escaped", args: []string{"validate", filepath.Join(dir, "\x1b[2J.hcl")}, code: exitInvalid,

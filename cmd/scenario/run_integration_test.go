@@ -222,7 +222,7 @@ func TestRunIntegration(t *testing.T) {
 
 	t.Run("a SIGKILLed docker run's containers are removed by the next", func(t *testing.T) {
 		// Check says which is missing: the engine, or an image.
-		if err := images.Check(context.Background(), images.BaseImage, images.Default(plan.StoreEtcd, plan.DefaultVersion(plan.StoreEtcd))); err != nil {
+		if err := images.Check(context.Background(), images.BaseImage, images.Default(plan.StoreEtcd, "")); err != nil {
 			t.Skipf("needs a Docker engine and etcd's image: %v", err)
 		}
 		cmd, _, _ := startLongRun(t, state, "--provider", "docker")

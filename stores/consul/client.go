@@ -24,13 +24,13 @@ const (
 	// ConsistencyDefault reads from the leader without checking that it
 	// still leads: a deposed leader may answer stale data for up to a
 	// leader lease.
-	ConsistencyDefault = plan.ConsulDefault
+	ConsistencyDefault = "default"
 	// ConsistencyConsistent (?consistent) makes the leader confirm its
 	// leadership with a quorum before answering: linearizable.
-	ConsistencyConsistent = plan.ConsulConsistent
+	ConsistencyConsistent = "consistent"
 	// ConsistencyStale (?stale) lets any server answer from its own
 	// state, even without a leader.
-	ConsistencyStale = plan.ConsulStale
+	ConsistencyStale = "stale"
 )
 
 // DefaultOpTimeout bounds an operation when ClientOptions.Timeout is zero

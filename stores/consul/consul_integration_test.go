@@ -30,7 +30,7 @@ func integrationVersion() string {
 	if v := os.Getenv("SCENARIO_CONSUL_TEST_VERSION"); v != "" {
 		return strings.TrimPrefix(v, "v")
 	}
-	return plan.DefaultVersion(plan.StoreConsul)
+	return DefaultVersion
 }
 
 // logWriter turns Install's progress lines into test log lines.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores/gobuild"
 )
 
@@ -84,7 +85,7 @@ const maxComponent = 9999
 // proxy. Only 1.x exists as module github.com/hashicorp/consul; a v2 would
 // need a /v2 module path.
 func ParseVersion(s string) (gobuild.Version, error) {
-	v, err := gobuild.ParseVersion("consul", "1.20.2", s)
+	v, err := gobuild.ParseVersion(plan.StoreConsul, DefaultVersion, s)
 	if err != nil {
 		return gobuild.Version{}, err
 	}

@@ -24,8 +24,8 @@ import (
 
 // Consistency modes an etcd workload can ask for.
 const (
-	ConsistencyLinearizable = plan.EtcdLinearizable // the default
-	ConsistencySerializable = plan.EtcdSerializable
+	ConsistencyLinearizable = "linearizable" // the default
+	ConsistencySerializable = "serializable"
 )
 
 // DefaultOpTimeout bounds an operation when ClientOptions.Timeout is zero.

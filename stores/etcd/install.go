@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores/gobuild"
 )
 
@@ -121,5 +122,5 @@ func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 
 // ParseVersion accepts "3.5.17" and "v3.5.17".
 func ParseVersion(s string) (gobuild.Version, error) {
-	return gobuild.ParseVersion("etcd", "3.5.17", s)
+	return gobuild.ParseVersion(plan.StoreEtcd, DefaultVersion, s)
 }

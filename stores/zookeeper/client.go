@@ -22,11 +22,11 @@ import (
 const (
 	// ConsistencyLocal is the default: the server a session is connected
 	// to answers reads from its own state, which may lag the leader.
-	ConsistencyLocal = plan.ZooKeeperLocal
+	ConsistencyLocal = "local"
 	// ConsistencySync sends a sync before each read (get, range), so the
 	// read sees every write committed before the sync: one more round
 	// trip, through the leader.
-	ConsistencySync = plan.ZooKeeperSync
+	ConsistencySync = "sync"
 )
 
 // DefaultOpTimeout bounds an operation when ClientOptions.Timeout is zero

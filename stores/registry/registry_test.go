@@ -1,0 +1,72 @@
+package registry
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/stores"
+)
+
+// TestDriversComplete holds every registered driver to the whole contract:
+// the language, the runner and the commands call each field without
+// checking it, so a missing one would panic in the middle of a run.
+func TestDriversComplete(t *testing.T) {
+	seen := map[string]bool{}
+	for _, d := range All() {
+		t.Run(d.Name, func(t *testing.T) {
+			if d.Name == "" || seen[d.Name] {
+				t.Fatalf("name %q empty or registered twice", d.Name)
+			}
+			seen[d.Name] = true
+			v := reflect.ValueOf(d)
+			for i := range v.NumField() {
+				f := v.Type().Field(i)
+				if f.Name == "Benchmark" || f.Name == "ClientKnobs" {
+					continue // optional: a store may have no load tool, no client settings
+				}
+				if v.Field(i).IsZero() {
+					t.Errorf("field %s is not set", f.Name)
+				}
+			}
+			img := reflect.ValueOf(d.Image)
+			for i := range img.NumField() {
+				f := img.Type().Field(i)
+				if f.Name == "TagPrefix" || (f.Name == "Server" && d.Image.Layout != stores.ImageGoBinary) {
+					continue
+				}
+				if img.Field(i).IsZero() {
+					t.Errorf("field Image.%s is not set", f.Name)
+				}
+			}
+			if err := d.CheckVersion(d.DefaultVersion); err != nil {
+				t.Errorf("default version %s refused: %v", d.DefaultVersion, err)
+			}
+			if err := d.Image.Buildable(d.DefaultVersion); err != nil {
+				t.Errorf("default version's image cannot be built: %v", err)
+			}
+			if d.CheckVersion("latest") == nil {
+				t.Error(`version "latest" accepted`)
+			}
+			if !slices.Contains(d.Modes, d.StrongRead) {
+				t.Errorf("strong read mode %q is not one of the modes %v", d.StrongRead, d.Modes)
+			}
+			if len(d.Ports) < 2 {
+				t.Errorf("ports %v: want at least the client and the peer port", d.Ports)
+			}
+			if limit, why := d.ValueLimit(plan.ClusterSpec{Store: d.Name}); limit <= 0 || why == "" {
+				t.Errorf("value limit %d (%q)", limit, why)
+			}
+			if got, ok := Lookup(d.Name); !ok || got.Name != d.Name {
+				t.Errorf("Lookup(%q) = %q, %v", d.Name, got.Name, ok)
+			}
+		})
+	}
+	if want := []string{plan.StoreEtcd, plan.StoreZooKeeper, plan.StoreConsul}; !slices.Equal(Names(), want) {
+		t.Errorf("Names() = %v, want %v", Names(), want)
+	}
+	if _, ok := Lookup("redis"); ok {
+		t.Error("Lookup of an unknown store succeeded")
+	}
+}
