@@ -31,7 +31,7 @@ func (x *execution) startCluster(ctx context.Context, launch stores.Launcher) er
 		if err != nil {
 			return x.infra(name, "startup", fmt.Errorf("configure: %w", err))
 		}
-		n, err := x.addNode(i, path, args)
+		n, err := x.prov.addNode(x.proc, x.fab, i, path, args)
 		if err != nil {
 			return x.infra(name, "startup", err)
 		}
@@ -68,29 +68,14 @@ func (x *execution) startCluster(ctx context.Context, launch stores.Launcher) er
 	return nil
 }
 
-// addNode registers node i (1-based) to run path with args: a process
-// (in its fabric namespace when there is a fabric) or a container in its
-// sandbox's namespace.
-func (x *execution) addNode(i int, path string, args []string) (node, error) {
-	name := plan.NodeName(i)
-	if x.ctr != nil {
-		n := x.sandboxes[i-1]
-		return n, n.SetCommand(path, args)
-	}
-	if x.fab != nil {
-		path, args = x.fab.Host(name).Command(path, args)
-	}
-	return x.proc.AddNode(name, processSpec(path, args))
-}
-
 // endpoints gives every node its addresses: loopback ports of its own, its
 // sandbox's address on the run's Docker network, or its host's address in
 // the fabric, where the runner reaches it through the observer host.
 func (x *execution) endpoints() error {
 	c := x.cluster
-	if x.fab == nil && x.ctr != nil {
-		for i, n := range x.sandboxes {
-			x.eps = append(x.eps, endpoint(i+1, n.Addr().String(), x.drv.Ports))
+	if addrs := x.prov.addrs(); x.fab == nil && addrs != nil {
+		for i, a := range addrs {
+			x.eps = append(x.eps, endpoint(i+1, a.String(), x.drv.Ports))
 		}
 		return nil
 	}

@@ -220,7 +220,7 @@ func (x *execution) watchNodes(ctx context.Context) {
 				pid = n.PID()
 			}
 			if pid != pids[i] {
-				x.sampleNode(n, pid)
+				x.prov.sample(x.coll, n, pid)
 				if pid == 0 && !x.expectedDown(i+1) {
 					msg := fmt.Sprintf("exited unexpectedly at %s during phase %q (%v); log: %s",
 						time.Since(x.base).Round(time.Millisecond), x.currentPhase(), n.Err(), x.keptLogPath(n.Name()))

@@ -3,15 +3,20 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
 
+	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/images"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/container"
 	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -46,57 +51,120 @@ func withProvider(pl *plan.Plan, provider string) (*plan.Plan, error) {
 	return &p, nil
 }
 
-// docker reports whether the cluster runs in containers.
-func (x *execution) docker() bool { return x.cluster.Provider == plan.ProviderDocker }
-
-// install returns how to launch the cluster's nodes: the store's server on
-// this machine, or in its image.
-func (x *execution) install(ctx context.Context) (stores.Launcher, error) {
-	c := x.cluster
-	if !x.docker() {
-		launch, err := x.drv.Launcher(ctx, c, x.opts.CacheDir, x.opts.Progress)
-		if err != nil {
-			return nil, fmt.Errorf("get %s %s: %w", c.Store, c.Version, err)
-		}
-		return launch, nil
-	}
-	x.image = c.Image
-	if x.image == "" {
-		x.image = images.Default(c.Store, c.Version)
-	}
-	if err := images.Check(ctx, x.image, images.BaseImage); err != nil {
-		return nil, err
-	}
-	return x.drv.Image.Launcher(c), nil
+// provider runs a cluster's nodes: as processes on this machine, or in
+// containers. The run's workspace (x.proc: its id, directories, ports and
+// logs) serves both; a provider adds where the nodes run.
+type provider interface {
+	// launcher returns how the cluster's nodes are launched: the store's
+	// server on this machine, or in its image (checked here).
+	launcher(ctx context.Context, c plan.ClusterSpec, drv stores.Driver, opts Options) (stores.Launcher, error)
+	// prepare makes what the nodes need before the network fabric starts.
+	// infra wraps an error about a node.
+	prepare(ctx context.Context, run *process.Run, infra func(node string, err error) error) error
+	// namespacePID is the process whose network namespace node i (1-based)
+	// lives in, for the fabric to attach; 0 when the fabric makes one.
+	namespacePID(i int) int
+	// addrs are the nodes' own addresses without a fabric, in node order;
+	// nil when the nodes share loopback.
+	addrs() []netip.Addr
+	// addNode registers node i to run path with args, in its fabric host
+	// when there is one (fab may be nil).
+	addNode(run *process.Run, fab *fabric.Fabric, i int, path string, args []string) (node, error)
+	// sample points the resource sampler at n's current process; id is its
+	// pid, 0 while it is down.
+	sample(coll *metrics.Collector, n node, id int)
+	// close removes what prepare made. It runs before the workspace goes.
+	close(ctx context.Context) error
 }
 
-// startSandboxes creates the run's Docker network and every node's network
-// sandbox; the stores start later, in startCluster.
-func (x *execution) startSandboxes(ctx context.Context) error {
-	var err error
-	x.ctr, err = container.NewRun(ctx, container.Options{RunID: x.proc.ID(), SandboxImage: images.BaseImage, Logger: x.log, StopGrace: teardownGrace})
-	if err != nil {
-		return x.infra("", "startup", err)
+// newProvider returns the provider a cluster names.
+func newProvider(c plan.ClusterSpec, log *slog.Logger, progress io.Writer) provider {
+	if c.Provider == plan.ProviderDocker {
+		return &dockerProvider{nodes: c.Nodes, log: log, progress: progress}
 	}
-	fmt.Fprintf(x.opts.Progress, "docker: network %s, image %s\n", x.ctr.Network(), x.image)
+	return processProvider{}
+}
+
+// processProvider runs nodes as processes of this machine.
+type processProvider struct{}
+
+func (processProvider) launcher(ctx context.Context, c plan.ClusterSpec, drv stores.Driver, opts Options) (stores.Launcher, error) {
+	launch, err := drv.Launcher(ctx, c, opts.CacheDir, opts.Progress)
+	if err != nil {
+		return nil, fmt.Errorf("get %s %s: %w", c.Store, c.Version, err)
+	}
+	return launch, nil
+}
+
+func (processProvider) prepare(context.Context, *process.Run, func(string, error) error) error {
+	return nil
+}
+
+func (processProvider) namespacePID(int) int { return 0 }
+
+func (processProvider) addrs() []netip.Addr { return nil }
+
+func (processProvider) addNode(run *process.Run, fab *fabric.Fabric, i int, path string, args []string) (node, error) {
+	name := plan.NodeName(i)
+	if fab != nil {
+		path, args = fab.Host(name).Command(path, args)
+	}
+	return run.AddNode(name, processSpec(path, args))
+}
+
+func (processProvider) sample(coll *metrics.Collector, n node, id int) { coll.SetPID(n.Name(), id) }
+
+func (processProvider) close(context.Context) error { return nil }
+
+// dockerProvider runs each node as a container in a sandbox container that
+// owns its network namespace (see package container).
+type dockerProvider struct {
+	nodes     int
+	log       *slog.Logger
+	progress  io.Writer
+	image     string
+	ctr       *container.Run
+	sandboxes []*container.Node // sandboxes[i] holds node i+1's namespace
+}
+
+func (d *dockerProvider) launcher(ctx context.Context, c plan.ClusterSpec, drv stores.Driver, _ Options) (stores.Launcher, error) {
+	d.image = c.Image
+	if d.image == "" {
+		d.image = images.Default(c.Store, c.Version)
+	}
+	if err := images.Check(ctx, d.image, images.BaseImage); err != nil {
+		return nil, err
+	}
+	return drv.Image.Launcher(c), nil
+}
+
+// prepare creates the run's Docker network and every node's network
+// sandbox; the stores start later, in startCluster.
+func (d *dockerProvider) prepare(ctx context.Context, run *process.Run, infra func(string, error) error) error {
+	var err error
+	d.ctr, err = container.NewRun(ctx, container.Options{RunID: run.ID(), SandboxImage: images.BaseImage, Logger: d.log, StopGrace: teardownGrace})
+	if err != nil {
+		return infra("", err)
+	}
+	fmt.Fprintf(d.progress, "docker: network %s, image %s\n", d.ctr.Network(), d.image)
 	// In parallel: the engine takes over a second per container here.
-	x.sandboxes = make([]*container.Node, x.cluster.Nodes)
-	errs := make([]error, x.cluster.Nodes)
+	d.sandboxes = make([]*container.Node, d.nodes)
+	errs := make([]error, d.nodes)
 	var wg sync.WaitGroup
-	for i := range x.cluster.Nodes {
+	for i := range d.nodes {
 		name := plan.NodeName(i + 1)
 		wg.Go(func() {
-			dataDir, logPath := x.proc.NodeDir(name)
+			dataDir, logPath := run.NodeDir(name)
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {
-				errs[i] = x.infra(name, "startup", err)
+				errs[i] = infra(name, err)
 				return
 			}
-			n, err := x.ctr.AddNode(ctx, name, container.NodeSpec{Image: x.image, DataDir: dataDir, LogPath: logPath})
+			n, err := d.ctr.AddNode(ctx, name, container.NodeSpec{Image: d.image, DataDir: dataDir, LogPath: logPath})
 			if err != nil {
-				errs[i] = x.infra(name, "startup", err)
+				errs[i] = infra(name, err)
 				return
 			}
-			x.sandboxes[i] = n
+			d.sandboxes[i] = n
 		})
 	}
 	wg.Wait()
@@ -108,17 +176,35 @@ func (x *execution) startSandboxes(ctx context.Context) error {
 	return nil
 }
 
-// sampleNode points the resource sampler at n's current process: its pid
-// in /proc, or its container's control groups. id is n's pid, 0 while it
-// is down.
-func (x *execution) sampleNode(n node, id int) {
-	cn, ok := n.(*container.Node)
-	if !ok {
-		x.coll.SetPID(n.Name(), id)
-		return
+func (d *dockerProvider) namespacePID(i int) int { return d.sandboxes[i-1].SandboxPID() }
+
+func (d *dockerProvider) addrs() []netip.Addr {
+	out := make([]netip.Addr, len(d.sandboxes))
+	for i, n := range d.sandboxes {
+		out[i] = n.Addr()
 	}
-	x.coll.SetSource(n.Name(), id, func() (metrics.Usage, error) {
+	return out
+}
+
+func (d *dockerProvider) addNode(_ *process.Run, _ *fabric.Fabric, i int, path string, args []string) (node, error) {
+	n := d.sandboxes[i-1]
+	return n, n.SetCommand(path, args)
+}
+
+// sample reads a container's usage from its control groups.
+func (d *dockerProvider) sample(coll *metrics.Collector, n node, id int) {
+	cn := n.(*container.Node)
+	coll.SetSource(n.Name(), id, func() (metrics.Usage, error) {
 		u, err := cn.Usage()
 		return metrics.Usage(u), err
 	})
+}
+
+// close removes the containers, before the run directory their volumes
+// point into.
+func (d *dockerProvider) close(ctx context.Context) error {
+	if d.ctr == nil {
+		return nil
+	}
+	return d.ctr.Close(ctx)
 }

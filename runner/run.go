@@ -123,6 +123,7 @@ func Run(ctx context.Context, pl *plan.Plan, opts Options) (*results.Results, er
 	}
 	x := &execution{plan: pl, opts: opts, log: opts.Logger, cluster: pl.Clusters[0]}
 	x.drv, _ = registry.Lookup(x.cluster.Store) // checkSupported refused unknown stores
+	x.prov = newProvider(x.cluster, x.log, opts.Progress)
 	return x.run(ctx)
 }
 
@@ -134,13 +135,11 @@ type execution struct {
 	cluster plan.ClusterSpec
 	drv     stores.Driver
 
-	proc      *process.Run
-	ctr       *container.Run    // nil unless the cluster runs in containers
-	image     string            // the store's image, for containers
-	sandboxes []*container.Node // sandboxes[i] holds node i+1's namespace
-	nodes     []node            // nodes[i] is node i+1
-	eps       []stores.Endpoint
-	clients   map[string]stores.Client
+	proc    *process.Run
+	prov    provider
+	nodes   []node // nodes[i] is node i+1
+	eps     []stores.Endpoint
+	clients map[string]stores.Client
 
 	// epoch is the one clock of the recorded history: every engine's
 	// times are moved onto it.
@@ -191,7 +190,7 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		}
 	}
 
-	launch, err := x.install(ctx)
+	launch, err := x.prov.launcher(ctx, x.cluster, x.drv, x.opts)
 	if err != nil {
 		return nil, x.infra("", "install", err)
 	}
@@ -205,10 +204,8 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		defer cancel()
 		x.closeClients()
 		// Containers before the run directory their volumes point into.
-		if x.ctr != nil {
-			if cerr := x.ctr.Close(tctx); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
-			}
+		if cerr := x.prov.close(tctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
 		}
 		if cerr := x.proc.Close(tctx); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
@@ -224,11 +221,9 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		}
 	}()
 
-	if x.docker() {
-		// Before the fabric: it shapes the sandboxes' namespaces.
-		if err := x.startSandboxes(ctx); err != nil {
-			return nil, err
-		}
+	// Before the fabric: it shapes the namespaces of docker's sandboxes.
+	if err := x.prov.prepare(ctx, x.proc, func(node string, err error) error { return x.infra(node, "startup", err) }); err != nil {
+		return nil, err
 	}
 	if needsFabric(x.plan) || x.opts.Network != "" {
 		if err := x.startFabric(ctx); err != nil {
@@ -261,8 +256,8 @@ func (x *execution) startFabric(ctx context.Context) error {
 	specs := make([]fabric.HostSpec, len(hosts))
 	for i, h := range hosts {
 		specs[i] = fabric.HostSpec{Name: h.name, Region: h.region}
-		if h.node > 0 && x.ctr != nil {
-			specs[i].AttachPID = x.sandboxes[h.node-1].SandboxPID()
+		if h.node > 0 {
+			specs[i].AttachPID = x.prov.namespacePID(h.node)
 		}
 	}
 	fab, err := fabric.New(ctx, specs, fabric.Options{
