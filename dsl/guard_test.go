@@ -6,11 +6,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 )
@@ -144,5 +146,17 @@ func TestReadSource(t *testing.T) {
 				t.Fatalf("err = %v, want ...%q...", err, tt.err)
 			}
 		})
+	}
+}
+
+// The language decodes exactly the fault kinds the plan knows.
+func TestFaultKindsMatchPlan(t *testing.T) {
+	var want []string
+	for _, k := range plan.FaultKinds() {
+		want = append(want, k.Name)
+	}
+	slices.Sort(want)
+	if got := dsl.FaultKinds(); !slices.Equal(got, want) {
+		t.Errorf("language fault kinds %v, plan's %v", got, want)
 	}
 }

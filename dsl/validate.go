@@ -291,7 +291,7 @@ func validateFaultTiming(f *Fault, p *Phase) hcl.Diagnostics {
 	}
 	if f.Every > 0 {
 		w := f.window(p)
-		if f.Kind != plan.FaultKill && f.Kind != plan.FaultStop && f.Kind != plan.FaultRestart && !f.durationSet && faultKinds[f.Kind].windowed {
+		if faultKinds[f.Kind].windowed && !f.durationSet {
 			diags = append(diags, errorAt(f.everyRange, "Repeating fault without a duration",
 				"A %s fault that repeats needs a `duration` shorter than `every` (%s), or each occurrence would last to the end of the phase.", f.Kind, f.Every))
 		} else if w >= f.Every {

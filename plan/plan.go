@@ -287,17 +287,6 @@ type LoadSpec struct {
 	Duration    Duration `json:"duration"`
 }
 
-// Fault kinds.
-const (
-	FaultNetwork   = "network"
-	FaultPartition = "partition"
-	FaultKill      = "kill"
-	FaultStop      = "stop"
-	FaultRestart   = "restart"
-	FaultPause     = "pause"
-	FaultDisk      = "disk"
-)
-
 // Target kinds: which nodes a fault acts on, resolved when it fires.
 const (
 	TargetLeader   = "leader"

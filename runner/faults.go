@@ -126,23 +126,18 @@ func (d *faultDriver) play(o *faultOcc) {
 		log.Warn("fault not injected", "err", o.err)
 		return
 	}
-	takesDown := downKind(o.spec.Kind)
+	kind := faultKind(o.spec.Kind)
+	takesDown := kind.TakesDown
 	if takesDown {
 		// Before the signal, so the node watcher never reports the exit as
 		// unexpected.
 		d.x.expectDown(o.targets, 1)
 	}
 	o.watch = d.x.coll.WatchWrites(time.Since(d.x.base))
-	if netKind(o.spec.Kind) {
-		o.applied, o.undo, o.err = d.x.net.inject(d.ctx, o.spec, o.targets)
-		if o.err == nil {
-			log.Info("fault injected", "nodes", o.targets)
-		}
-	} else {
-		o.active, o.err = d.inj.Inject(d.ctx, o.spec, o.targets)
-		if o.err == nil {
-			o.applied, o.undo = o.active.AppliedAt(), o.active.Recover
-		}
+	var in injection
+	if in, o.err = injectors()[o.spec.Kind].inject(d, d.ctx, o.spec, o.targets); o.err == nil {
+		o.applied, o.undo, o.active = in.applied, in.undo, in.active
+		log.Info("fault injected", "nodes", o.targets)
 	}
 	if o.err != nil {
 		o.watch.Stop()
@@ -158,7 +153,7 @@ func (d *faultDriver) play(o *faultOcc) {
 	case <-d.ctx.Done():
 		return
 	}
-	if removesKind(o.spec.Kind) && len(o.targets) > 0 {
+	if kind.Silences && len(o.targets) > 0 {
 		o.served = d.x.coll.WatchServed(time.Since(d.x.base), o.targets)
 	}
 	if err := o.undo(d.ctx); err != nil {
@@ -216,25 +211,6 @@ func occurrence(id string) int {
 	}
 	n, _ := strconv.Atoi(k)
 	return n
-}
-
-// downKind reports whether a fault kind makes its targets' processes exit.
-func downKind(kind string) bool {
-	switch kind {
-	case plan.FaultKill, plan.FaultStop, plan.FaultRestart:
-		return true
-	}
-	return false
-}
-
-// removesKind reports whether a fault kind keeps its targets from
-// answering clients until it is undone.
-func removesKind(kind string) bool {
-	switch kind {
-	case plan.FaultKill, plan.FaultStop, plan.FaultRestart, plan.FaultPause, plan.FaultPartition:
-		return true
-	}
-	return false
 }
 
 // view is what the runner knows of the cluster now: which nodes run, and
@@ -321,7 +297,7 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 	}
 	// A leader the fault took away does not count as the new one.
 	excluded := 0
-	if o.spec.Kind != plan.FaultDisk && o.spec.Kind != plan.FaultNetwork && slices.Contains(o.targets, o.leader) {
+	if !faultKind(o.spec.Kind).LeaderStays && slices.Contains(o.targets, o.leader) {
 		excluded = o.leader
 	}
 	if dl, ok := x.coll.Leader().FirstLeaderAfter(applied, excluded); ok {

@@ -27,14 +27,12 @@ func needsFabric(p *plan.Plan) bool {
 		return true
 	}
 	for _, e := range p.Events {
-		if e.Kind == plan.EventFaultInject && netKind(e.Fault.Kind) {
+		if e.Kind == plan.EventFaultInject && injectors()[e.Fault.Kind].needsFabric {
 			return true
 		}
 	}
 	return false
 }
-
-func netKind(kind string) bool { return kind == plan.FaultNetwork || kind == plan.FaultPartition }
 
 // netHost is a fabric host as the link policy sees it.
 type netHost struct {

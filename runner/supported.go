@@ -10,12 +10,8 @@ import (
 
 // faultImplemented reports whether the runner can inject a fault kind.
 func faultImplemented(kind string) bool {
-	switch kind {
-	case plan.FaultKill, plan.FaultStop, plan.FaultRestart, plan.FaultPause, plan.FaultDisk,
-		plan.FaultNetwork, plan.FaultPartition:
-		return true
-	}
-	return false
+	_, ok := injectors()[kind]
+	return ok
 }
 
 // checkSupported refuses, by name and before anything starts, every feature

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/plan"
 )
 
 func TestCheckSupported(t *testing.T) {
@@ -106,5 +107,18 @@ phase "p" {
 				}
 			}
 		})
+	}
+}
+
+// Every kind the plan knows is one the runner injects, and no other.
+func TestInjectorsCoverFaultKinds(t *testing.T) {
+	inj := injectors()
+	for _, k := range plan.FaultKinds() {
+		if _, ok := inj[k.Name]; !ok {
+			t.Errorf("no injector for fault kind %q", k.Name)
+		}
+	}
+	if len(inj) != len(plan.FaultKinds()) {
+		t.Errorf("%d injectors for %d fault kinds", len(inj), len(plan.FaultKinds()))
 	}
 }

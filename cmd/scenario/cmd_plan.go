@@ -273,17 +273,8 @@ func faultText(f *plan.FaultSpec) string {
 }
 
 func recoverText(f *plan.FaultSpec) string {
-	switch f.Kind {
-	case plan.FaultKill, plan.FaultStop, plan.FaultRestart:
-		return " (start node again)"
-	case plan.FaultPause:
-		return " (resume)"
-	case plan.FaultNetwork:
-		return " (restore links)"
-	case plan.FaultPartition:
-		return " (heal)"
-	case plan.FaultDisk:
-		return " (stop contention)"
+	if k, ok := plan.FaultKindOf(f.Kind); ok {
+		return " (" + k.Undo + ")"
 	}
 	return ""
 }

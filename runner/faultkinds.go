@@ -1,0 +1,58 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/plan"
+)
+
+// injection is a fault in effect: when it took effect, how to undo it, and
+// for node and disk faults what package faults reports of it.
+type injection struct {
+	applied time.Time
+	undo    func(context.Context) error
+	active  *faults.Active
+}
+
+// injector is how the runner injects one kind of fault (plan.FaultKinds
+// says what the kind does).
+type injector struct {
+	inject func(d *faultDriver, ctx context.Context, f plan.FaultSpec, targets []int) (injection, error)
+	// needsFabric: the kind acts on the network fabric, which a plan
+	// with such a fault therefore starts.
+	needsFabric bool
+}
+
+// injectors lists every fault kind the runner can inject: node and disk
+// faults through package faults, network faults through the fabric.
+func injectors() map[string]injector {
+	node := injector{inject: func(d *faultDriver, ctx context.Context, f plan.FaultSpec, targets []int) (injection, error) {
+		a, err := d.inj.Inject(ctx, f, targets)
+		if err != nil {
+			return injection{}, err
+		}
+		return injection{applied: a.AppliedAt(), undo: a.Recover, active: a}, nil
+	}}
+	network := injector{needsFabric: true, inject: func(d *faultDriver, ctx context.Context, f plan.FaultSpec, targets []int) (injection, error) {
+		applied, undo, err := d.x.net.inject(ctx, f, targets)
+		return injection{applied: applied, undo: undo}, err
+	}}
+	return map[string]injector{
+		plan.FaultKill:      node,
+		plan.FaultStop:      node,
+		plan.FaultRestart:   node,
+		plan.FaultPause:     node,
+		plan.FaultDisk:      node,
+		plan.FaultNetwork:   network,
+		plan.FaultPartition: network,
+	}
+}
+
+// faultKind is what the plan says of kind; the language accepts only known
+// kinds.
+func faultKind(kind string) plan.FaultKind {
+	k, _ := plan.FaultKindOf(kind)
+	return k
+}
