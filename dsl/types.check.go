@@ -17,6 +17,7 @@ const (
 
 	scopePhase    = "phase"
 	scopeRun      = "run"
+	scopeCluster  = "cluster"
 	scopeWorkload = "workload"
 	scopeErrorsBy = "errors_by"
 )
@@ -56,6 +57,8 @@ func decodeCheck(block *hcl.Block, ctx *hcl.EvalContext, src []byte) (*Check, hc
 type metricNode struct {
 	leaf     cty.Type
 	children map[string]*metricNode
+	// hint is said when a name below this node is unknown.
+	hint string
 }
 
 func leaf(t cty.Type) *metricNode { return &metricNode{leaf: t} }
@@ -86,10 +89,46 @@ var workloadStats = []string{plan.StatCount, plan.StatThroughput, plan.StatError
 
 // metricTree is every metric a check may read for plan: one subtree per phase
 // (its ops are those of the workloads it loads) and one for the whole run.
+// With several clusters, phase-wide and run-wide figures would mix stores,
+// so those scopes keep only their workloads, and each cluster has the
+// full tree of its own workloads under cluster.<name>.
 func metricTree(p *plan.Plan) *metricNode {
+	if len(p.Clusters) <= 1 {
+		return clusterTree(p, "")
+	}
+	root := clusterTree(p, "")
+	hint := fmt.Sprintf("With several clusters, only workload metrics are read here; the rest are per cluster, such as cluster.%s.phase.<name>.put.p99 or cluster.%s.run.availability.", p.Clusters[0].Name, p.Clusters[0].Name)
+	for _, n := range root.children[scopePhase].children {
+		onlyWorkloads(n, hint)
+	}
+	onlyWorkloads(root.children[scopeRun], hint)
+	clusters := object()
+	for _, c := range p.Clusters {
+		clusters.children[c.Name] = clusterTree(p, c.Name)
+	}
+	root.children[scopeCluster] = clusters
+	return root
+}
+
+// onlyWorkloads drops every metric of n but its workloads' (and the
+// correctness verdicts, which combine).
+func onlyWorkloads(n *metricNode, hint string) {
+	for name := range n.children {
+		if name != scopeWorkload && name != plan.MetricLinearizable && name != plan.MetricLostWrites {
+			delete(n.children, name)
+		}
+	}
+	n.hint = hint
+}
+
+// clusterTree is the phase and run scopes over the workloads of cluster,
+// or of every cluster when cluster is "".
+func clusterTree(p *plan.Plan, cluster string) *metricNode {
 	mixes := map[string][]plan.OpWeight{}
 	for _, w := range p.Workloads {
-		mixes[w.Name] = w.Mix
+		if cluster == "" || w.Cluster == cluster {
+			mixes[w.Name] = w.Mix
+		}
 	}
 	scope := func(workloads []string) *metricNode {
 		n := object()
@@ -123,7 +162,10 @@ func metricTree(p *plan.Plan) *metricNode {
 	for _, ph := range p.Phases {
 		var ws []string
 		for _, e := range p.Events {
-			if e.Kind == plan.EventLoad && e.Phase == ph.Name {
+			if e.Kind != plan.EventLoad || e.Phase != ph.Name {
+				continue
+			}
+			if _, ok := mixes[e.Load.Workload]; ok {
 				ws = append(ws, e.Load.Workload)
 				all[e.Load.Workload] = true
 			}
@@ -136,6 +178,16 @@ func metricTree(p *plan.Plan) *metricNode {
 	run.children[plan.MetricLostWrites] = leaf(cty.Number)
 	root.children[scopeRun] = run
 	return root
+}
+
+// scopeValues is the namespace of checks: every root of tree, its leaves
+// asked of at.
+func scopeValues(tree *metricNode, at func([]string) cty.Value) map[string]cty.Value {
+	out := map[string]cty.Value{}
+	for name, n := range tree.children {
+		out[name] = n.value([]string{name}, at)
+	}
+	return out
 }
 
 func (n *metricNode) names() []string { return sortedKeys(n.children) }
@@ -170,7 +222,7 @@ func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
 		}
 		if !ok {
 			return nil, errorAt(step.SourceRange(), "Unknown metric",
-				"%s has no %q. %s", strings.Join(path, "."), name, didYouMean(name, cur.names()))
+				"%s has no %q. %s", strings.Join(path, "."), name, strings.TrimSpace(didYouMean(name, cur.names())+" "+cur.hint))
 		}
 		path = append(path, name)
 		cur = next
@@ -241,8 +293,9 @@ func compileCheck(c *Check, sc *checkScope, vars map[string]cty.Value) (plan.Che
 			continue
 		}
 		if _, ok := tree.children[root]; !ok {
+			roots := append(tree.names(), "var")
 			diags = append(diags, errorAt(trav[0].SourceRange(), "Unknown name in check",
-				"A check reads metrics under `phase.<name>` or `run`, and variables under `var`; %q is none of these. %s", root, didYouMean(root, []string{scopePhase, scopeRun, "var"})))
+				"A check reads metrics under %s, and variables under `var`; %q is none of these. %s", scopesText(tree), root, didYouMean(root, roots)))
 			continue
 		}
 		if len(trav) == 1 {
@@ -274,10 +327,7 @@ func compileCheck(c *Check, sc *checkScope, vars map[string]cty.Value) (plan.Che
 		return spec, diags
 	}
 	if sc.ctx == nil {
-		sc.ctx = evalContext(vars, map[string]cty.Value{
-			scopePhase: tree.children[scopePhase].value([]string{scopePhase}, unknownLeaf(tree)),
-			scopeRun:   tree.children[scopeRun].value([]string{scopeRun}, unknownLeaf(tree)),
-		})
+		sc.ctx = evalContext(vars, scopeValues(tree, unknownLeaf(tree)))
 	}
 	v, vdiags := c.Condition.Value(sc.ctx)
 	diags = append(diags, vdiags...)
@@ -288,6 +338,14 @@ func compileCheck(c *Check, sc *checkScope, vars map[string]cty.Value) (plan.Che
 		}
 	}
 	return spec, diags
+}
+
+// scopesText names the roots of a check's metrics.
+func scopesText(tree *metricNode) string {
+	if _, ok := tree.children[scopeCluster]; ok {
+		return "`phase.<name>`, `run` or `cluster.<name>`"
+	}
+	return "`phase.<name>` or `run`"
 }
 
 func unknownLeaf(tree *metricNode) func([]string) cty.Value {
@@ -347,10 +405,7 @@ func EvalCheck(p *plan.Plan, c plan.CheckSpec, at func(path []string) cty.Value)
 		out.Err = err
 		return out
 	}
-	ctx := evalContext(vars, map[string]cty.Value{
-		scopePhase: tree.children[scopePhase].value([]string{scopePhase}, at),
-		scopeRun:   tree.children[scopeRun].value([]string{scopeRun}, at),
-	})
+	ctx := evalContext(vars, scopeValues(tree, at))
 	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
 		out.Err = fmt.Errorf("%s", diagsText(diags))

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -102,12 +103,37 @@ func (in *Injector) Inject(ctx context.Context, f plan.FaultSpec, targets []int)
 	return a, nil
 }
 
+// kind is how one kind of node or disk fault is applied to its targets'
+// nodes and undone. apply sets a.appliedAt once the fault has taken effect.
+type kind struct {
+	apply func(ctx context.Context, a *Active) error
+	undo  func(ctx context.Context, a *Active) error
+}
+
+// kinds lists the fault kinds an Injector applies; network and partition
+// faults act on the network fabric instead.
+func kinds() map[string]kind {
+	down := kind{apply: applyDown, undo: undoDown}
+	return map[string]kind{
+		plan.FaultKill:    down,
+		plan.FaultStop:    down,
+		plan.FaultRestart: down,
+		plan.FaultPause:   {apply: applyPause, undo: undoPause},
+		plan.FaultDisk:    {apply: applyDisk, undo: undoDisk},
+	}
+}
+
+// Kinds lists the fault kinds an Injector applies, sorted.
+func Kinds() []string {
+	return slices.Sorted(maps.Keys(kinds()))
+}
+
 func (in *Injector) inject(ctx context.Context, f plan.FaultSpec, targets []int) (*Active, error) {
-	switch f.Kind {
-	case plan.FaultNetwork, plan.FaultPartition:
+	k, ok := kinds()[f.Kind]
+	switch {
+	case f.Kind == plan.FaultNetwork || f.Kind == plan.FaultPartition:
 		return nil, UnsupportedError{Kind: f.Kind}
-	case plan.FaultKill, plan.FaultStop, plan.FaultRestart, plan.FaultPause, plan.FaultDisk:
-	default:
+	case !ok:
 		return nil, fmt.Errorf("unknown fault kind %q", f.Kind)
 	}
 	if len(targets) == 0 {
@@ -116,52 +142,14 @@ func (in *Injector) inject(ctx context.Context, f plan.FaultSpec, targets []int)
 	targets = slices.Clone(targets)
 	slices.Sort(targets)
 	targets = slices.Compact(targets)
-	a := &Active{in: in, fault: f, targets: targets}
+	a := &Active{in: in, kind: k, fault: f, targets: targets}
 	for _, t := range targets {
 		if t < 1 || t > len(in.nodes) {
 			return nil, fmt.Errorf("target node %d out of range 1..%d", t, len(in.nodes))
 		}
 		a.nodes = append(a.nodes, in.nodes[t-1])
 	}
-
-	var err error
-	switch f.Kind {
-	case plan.FaultKill:
-		err = a.each(func(n Node) error { return n.Kill() })
-		a.appliedAt = time.Now()
-		if err == nil && f.RestartAfter > 0 {
-			a.scheduleRestart(ctx, f.RestartAfter.D())
-		}
-	case plan.FaultStop, plan.FaultRestart:
-		err = a.each(func(n Node) error { return n.Stop(ctx, in.grace) })
-		a.appliedAt = time.Now()
-		switch {
-		case err != nil:
-		case f.RestartAfter > 0:
-			a.scheduleRestart(ctx, f.RestartAfter.D())
-		case f.Kind == plan.FaultRestart:
-			err = a.startDown(ctx)
-		}
-	case plan.FaultPause:
-		err = a.each(func(n Node) error { return n.Pause() })
-		a.appliedAt = time.Now()
-	case plan.FaultDisk:
-		log := in.log.With("fault", f.ID)
-		switch {
-		case f.Disk == nil:
-			err = errors.New("disk fault without disk settings")
-		case f.Disk.Throttle <= 0 && f.Disk.Parallelism == 0:
-			err = errors.New("disk fault with neither competing writers nor a throttle")
-		}
-		if err == nil && f.Disk.Throttle > 0 {
-			a.throttles, err = startThrottle(a.nodes, f.Disk.Throttle, log)
-		}
-		if err == nil && (f.Disk.Parallelism != 0 || f.Disk.Throttle <= 0) {
-			a.disk, err = startDisk(ctx, f.Disk, a.nodes, log)
-		}
-		a.appliedAt = time.Now()
-	}
-	if err != nil {
+	if err := k.apply(ctx, a); err != nil {
 		// Leave no half-applied fault behind: the caller gets no Active to
 		// recover, so the nodes must be back as they were.
 		if rerr := a.Recover(ctx); rerr != nil {
@@ -172,10 +160,112 @@ func (in *Injector) inject(ctx context.Context, f plan.FaultSpec, targets []int)
 	return a, nil
 }
 
+// applyDown kills or stops the nodes (restart: and starts them again at
+// once), scheduling their restart when the fault asks for one.
+func applyDown(ctx context.Context, a *Active) error {
+	f := a.fault
+	if f.Kind == plan.FaultKill {
+		err := a.each(func(n Node) error { return n.Kill() })
+		a.appliedAt = time.Now()
+		if err == nil && f.RestartAfter > 0 {
+			a.scheduleRestart(ctx, f.RestartAfter.D())
+		}
+		return err
+	}
+	err := a.each(func(n Node) error { return n.Stop(ctx, a.in.grace) })
+	a.appliedAt = time.Now()
+	switch {
+	case err != nil:
+		return err
+	case f.RestartAfter > 0:
+		a.scheduleRestart(ctx, f.RestartAfter.D())
+	case f.Kind == plan.FaultRestart:
+		return a.startDown(ctx)
+	}
+	return nil
+}
+
+// undoDown starts the nodes again. A restart fault's scheduled start is
+// awaited, since it is the fault's own end and the plan recovers a restart
+// right after injecting it; a kill or stop's scheduled restart is cancelled
+// and the nodes started now.
+func undoDown(ctx context.Context, a *Active) error {
+	if a.done != nil {
+		if a.fault.Kind != plan.FaultRestart {
+			a.cancel()
+		}
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for scheduled restart: %w", ctx.Err())
+		}
+	}
+	return a.startDown(ctx)
+}
+
+func applyPause(_ context.Context, a *Active) error {
+	err := a.each(func(n Node) error { return n.Pause() })
+	a.appliedAt = time.Now()
+	return err
+}
+
+func undoPause(_ context.Context, a *Active) error {
+	return a.each(func(n Node) error {
+		// A node that died while paused has nothing to resume.
+		if !n.Running() {
+			return nil
+		}
+		return n.Resume()
+	})
+}
+
+// applyDisk throttles the nodes' writes and starts competing writers, as
+// the fault asks.
+func applyDisk(ctx context.Context, a *Active) error {
+	f := a.fault
+	log := a.in.log.With("fault", f.ID)
+	var err error
+	switch {
+	case f.Disk == nil:
+		err = errors.New("disk fault without disk settings")
+	case f.Disk.Throttle <= 0 && f.Disk.Parallelism == 0:
+		err = errors.New("disk fault with neither competing writers nor a throttle")
+	}
+	if err == nil && f.Disk.Throttle > 0 {
+		a.throttles, err = startThrottle(a.nodes, f.Disk.Throttle, log)
+	}
+	if err == nil && (f.Disk.Parallelism != 0 || f.Disk.Throttle <= 0) {
+		a.disk, err = startDisk(ctx, f.Disk, a.nodes, log)
+	}
+	a.appliedAt = time.Now()
+	return err
+}
+
+// undoDisk lifts the throttle and stops the writers.
+func undoDisk(ctx context.Context, a *Active) error {
+	var errs []error
+	if a.throttles != nil {
+		a.throttled = a.throttledLocked()
+		for _, t := range a.throttles {
+			if err := t.stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) == 0 {
+			a.throttles = nil
+		}
+	}
+	if a.disk != nil {
+		errs = append(errs, a.disk.stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
 // Active is a fault that took effect. Its methods are safe for concurrent
 // use.
 type Active struct {
 	in        *Injector
+	kind      kind
 	fault     plan.FaultSpec
 	targets   []int
 	nodes     []Node // nodes[i] is node targets[i]
@@ -204,7 +294,7 @@ func (a *Active) Targets() []int { return slices.Clone(a.targets) }
 // every writer of every target; false for other kinds. It stays readable
 // after Recover.
 func (a *Active) DiskStats() (DiskStats, bool) {
-	if a.fault.Kind != plan.FaultDisk {
+	if a.fault.Disk == nil {
 		return DiskStats{}, false
 	}
 	var s DiskStats
@@ -250,7 +340,7 @@ func (a *Active) Recover(ctx context.Context) error {
 	if a.recovered {
 		return nil
 	}
-	if err := a.recover(ctx); err != nil {
+	if err := a.kind.undo(ctx, a); err != nil {
 		return fmt.Errorf("recover fault %s (%s): %w", a.fault.ID, a.fault.Kind, err)
 	}
 	a.recovered = true
@@ -262,49 +352,6 @@ func (a *Active) Recover(ctx context.Context) error {
 		if err := a.disk.err(); err != nil {
 			return fmt.Errorf("fault %s: disk writers failed during the fault: %w", a.fault.ID, err)
 		}
-	}
-	return nil
-}
-
-func (a *Active) recover(ctx context.Context) error {
-	switch a.fault.Kind {
-	case plan.FaultKill, plan.FaultStop, plan.FaultRestart:
-		if a.done != nil {
-			if a.fault.Kind != plan.FaultRestart {
-				a.cancel()
-			}
-			select {
-			case <-a.done:
-			case <-ctx.Done():
-				return fmt.Errorf("wait for scheduled restart: %w", ctx.Err())
-			}
-		}
-		return a.startDown(ctx)
-	case plan.FaultPause:
-		return a.each(func(n Node) error {
-			// A node that died while paused has nothing to resume.
-			if !n.Running() {
-				return nil
-			}
-			return n.Resume()
-		})
-	case plan.FaultDisk:
-		var errs []error
-		if a.throttles != nil {
-			a.throttled = a.throttledLocked()
-			for _, t := range a.throttles {
-				if err := t.stop(); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			if len(errs) == 0 {
-				a.throttles = nil
-			}
-		}
-		if a.disk != nil {
-			errs = append(errs, a.disk.stop(ctx))
-		}
-		return errors.Join(errs...)
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func newPage(r *results.Results, hlogDir string) (*page, error) {
 		About:   r.Description,
 		Header:  header(r),
 		Verdict: runVerdict(r),
-		Phases:  newPhaseTable(r.Phases),
+		Phases:  phasesOf(r),
 		Faults:  faultRows(r),
 		Checks:  checkRows(r.Checks),
 		Notes:   sortedFields(r.Notes),
@@ -143,8 +143,28 @@ func newPage(r *results.Results, hlogDir string) (*page, error) {
 		func() (figure, error) { return throughputFigure(r, o, end) },
 		func() (figure, error) { return spectrumFigure(r, hlogDir) },
 		func() (figure, error) { return errorsFigure(r, o, end) },
-		func() (figure, error) { return leaderFigure(r, o, end) },
 	} {
+		fig, err := build()
+		if err != nil {
+			return nil, fmt.Errorf("figure %s: %w", fig.ID, err)
+		}
+		pg.Figures = append(pg.Figures, fig)
+	}
+	// One leader timeline per cluster, one above the other.
+	leaders := []func() (figure, error){func() (figure, error) { return leaderFigure(r, o, end) }}
+	if len(r.Clusters) > 0 {
+		leaders = nil
+		for _, c := range r.Clusters {
+			cr := *r
+			cr.Leader, cr.Resources = c.Leader, c.Resources
+			leaders = append(leaders, func() (figure, error) {
+				fig, err := leaderFigure(&cr, o, end)
+				fig.ID, fig.Title = "leader-"+c.Name, "Leader of cluster "+c.Name+" ("+c.Store+")"
+				return fig, err
+			})
+		}
+	}
+	for _, build := range leaders {
 		fig, err := build()
 		if err != nil {
 			return nil, fmt.Errorf("figure %s: %w", fig.ID, err)
@@ -219,16 +239,42 @@ func runVerdict(r *results.Results) verdict {
 
 // phaseTable is the per-phase summary under the header.
 type phaseTable struct {
-	Ops  []string
-	Rows []phaseRow
+	Ops      []string
+	Rows     []phaseRow
+	Clusters bool // rows name their cluster
 }
 
 type phaseRow struct {
+	Cluster                           string // with several clusters
 	Name, Start, Duration, Throughput string
 	Latency                           []string // "p50 / p99" per op of Ops
 	Errors, Availability, MaxGap      string
 	TimeAvailability                  string
 	Elections, NoLeader, Failover     string
+}
+
+// phasesOf is the phase table of a run: with several clusters, each
+// phase's row of every cluster, side by side.
+func phasesOf(r *results.Results) phaseTable {
+	if len(r.Clusters) == 0 {
+		return newPhaseTable(r.Phases)
+	}
+	var all []results.Phase
+	var names []string
+	for i := range r.Phases {
+		for _, c := range r.Clusters {
+			if i < len(c.Phases) {
+				all = append(all, c.Phases[i])
+				names = append(names, c.Name+" ("+c.Store+")")
+			}
+		}
+	}
+	t := newPhaseTable(all)
+	t.Clusters = true
+	for i := range t.Rows {
+		t.Rows[i].Cluster = names[i]
+	}
+	return t
 }
 
 func newPhaseTable(phases []results.Phase) phaseTable {

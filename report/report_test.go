@@ -487,3 +487,29 @@ func TestVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteClusters: with several clusters, a leader timeline per cluster
+// and the phase table's rows of each cluster side by side.
+func TestWriteClusters(t *testing.T) {
+	a, b := sample(), sample()
+	b.Backend = map[string]string{"store": "zookeeper 3.8.0", "provider": "docker"}
+	r := results.Combine([]string{"etcd", "zk"}, []*results.Results{a, b})
+	_, doc := render(t, r, "")
+	checkFigures(t, doc, []string{"latency", "throughput", "errors", "leader-etcd", "leader-zk", "cpu"})
+	if byID(doc, "leader") != nil {
+		t.Error("a run-wide leader figure with several clusters")
+	}
+	table := byID(doc, "phases")
+	if table == nil {
+		t.Fatal("no phase table")
+	}
+	text := textOf(table)
+	for _, want := range []string{"cluster", "etcd (etcd 3.5.17)", "zk (zookeeper 3.8.0)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("phase table lacks %q: %s", want, text)
+		}
+	}
+	if rows := findAll(table, tag("tr")); len(rows) != 1+2*len(r.Phases) {
+		t.Errorf("%d rows in the phase table, want a header and %d", len(rows), 2*len(r.Phases))
+	}
+}

@@ -51,6 +51,9 @@ func newOverlay(r *results.Results) overlay {
 // than its id and says more on a chart.
 func faultLabel(f results.Failover) string {
 	if len(f.Targets) == 0 {
+		if f.Cluster != "" {
+			return f.Kind + " on " + f.Cluster
+		}
 		return f.Kind
 	}
 	return f.Kind + " " + strings.Join(f.Targets, ",")

@@ -89,9 +89,13 @@ func checkSpan(pl *plan.Plan, c plan.CheckSpec, res *results.Results) float64 {
 	return results.MS(d)
 }
 
-// refPhase returns the phase a metric path reads ("phase.<name>...").
+// refPhase returns the phase a metric path reads ("phase.<name>..." or
+// "cluster.<c>.phase.<name>...").
 func refPhase(ref string) (string, bool) {
-	parts := strings.SplitN(ref, ".", 3)
+	parts := strings.SplitN(ref, ".", 5)
+	if len(parts) >= 4 && parts[0] == "cluster" {
+		parts = parts[2:]
+	}
 	if len(parts) < 2 || parts[0] != "phase" {
 		return "", false
 	}
@@ -111,8 +115,7 @@ func (x *execution) abortingCheck(ended []string) string {
 	if len(due) == 0 {
 		return ""
 	}
-	snap := x.coll.Snapshot()
-	at := metricsLookup(snap)
+	at := metricsLookup(x.snapshot())
 	for _, c := range due {
 		if out := dsl.EvalCheck(x.plan, c, at); !out.Passed || out.Err != nil {
 			return c.Name

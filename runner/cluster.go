@@ -18,33 +18,33 @@ import (
 // startCluster starts every node on loopback ports of its own and waits until
 // the cluster is ready. A node that exits while the others are still coming
 // up fails the start at once, naming that node.
-func (x *execution) startCluster(ctx context.Context, launch stores.Launcher) error {
-	c := x.cluster
-	if err := x.endpoints(); err != nil {
+func (c *clusterRun) startCluster(ctx context.Context, launch stores.Launcher) error {
+	x, spec := c.x, c.spec
+	if err := c.endpoints(); err != nil {
 		return err
 	}
-	fmt.Fprintf(x.opts.Progress, "starting %s: %d %s %s node(s) (run %s)\n", c.Name, c.Nodes, c.Store, c.Version, x.proc.ID())
-	for i := 1; i <= c.Nodes; i++ {
-		name := plan.NodeName(i)
+	fmt.Fprintf(x.opts.Progress, "starting %s: %d %s %s node(s) (run %s)\n", spec.Name, spec.Nodes, spec.Store, spec.Version, x.proc.ID())
+	for i := 1; i <= spec.Nodes; i++ {
+		name := c.nodeName(i)
 		dataDir, _ := x.proc.NodeDir(name)
-		path, args, err := launch(c, i, x.eps, dataDir)
+		path, args, err := launch(spec, i, c.eps, dataDir)
 		if err != nil {
-			return x.infra(name, "startup", fmt.Errorf("configure: %w", err))
+			return c.infra(name, "startup", fmt.Errorf("configure: %w", err))
 		}
-		n, err := x.prov.addNode(x.proc, x.fab, i, path, args)
+		n, err := c.prov.addNode(x.proc, x.fab, i, name, path, args)
 		if err != nil {
-			return x.infra(name, "startup", err)
+			return c.infra(name, "startup", err)
 		}
-		x.nodes = append(x.nodes, n)
+		c.nodes = append(c.nodes, n)
 		if err := n.Start(ctx); err != nil {
-			return x.infra(name, "startup", err)
+			return c.infra(name, "startup", err)
 		}
 	}
 
 	// Readiness is cut short by the first node to exit.
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	for _, n := range x.nodes {
+	for _, n := range c.nodes {
 		go func() {
 			select {
 			case <-n.Exited():
@@ -54,47 +54,47 @@ func (x *execution) startCluster(ctx context.Context, launch stores.Launcher) er
 		}()
 	}
 	start := time.Now()
-	err := x.drv.WaitReady(wctx, x.eps, c.ReadyTimeout.D())
+	err := c.drv.WaitReady(wctx, c.eps, spec.ReadyTimeout.D())
 	var ne *nodeExit
 	switch {
 	case errors.As(context.Cause(wctx), &ne):
-		return x.infra(ne.node, "startup", fmt.Errorf("node exited while the cluster was starting: %v", ne.err))
+		return c.infra(ne.node, "startup", fmt.Errorf("node exited while the cluster was starting: %v", ne.err))
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
-		return x.infra("", "startup", fmt.Errorf("%w (ready_timeout is %s; node logs are in %s)", err, c.ReadyTimeout, x.logsDir()))
+		return c.infra("", "startup", fmt.Errorf("%w (ready_timeout is %s; node logs are in %s)", err, spec.ReadyTimeout, x.logsDir()))
 	}
-	fmt.Fprintf(x.opts.Progress, "cluster %s ready in %s\n", c.Name, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(x.opts.Progress, "cluster %s ready in %s\n", spec.Name, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // endpoints gives every node its addresses: loopback ports of its own, its
 // sandbox's address on the run's Docker network, or its host's address in
 // the fabric, where the runner reaches it through the observer host.
-func (x *execution) endpoints() error {
-	c := x.cluster
-	if addrs := x.prov.addrs(); x.fab == nil && addrs != nil {
+func (c *clusterRun) endpoints() error {
+	x := c.x
+	if addrs := c.prov.addrs(); x.fab == nil && addrs != nil {
 		for i, a := range addrs {
-			x.eps = append(x.eps, endpoint(i+1, a.String(), x.drv.Ports))
+			c.eps = append(c.eps, endpoint(i+1, a.String(), c.drv.Ports))
 		}
 		return nil
 	}
 	if x.fab != nil {
 		observer := x.fab.Host(observerHost)
-		for i := 1; i <= c.Nodes; i++ {
-			ep := endpoint(i, x.fab.Host(plan.NodeName(i)).Addr.String(), x.drv.Ports)
+		for i := 1; i <= c.spec.Nodes; i++ {
+			ep := endpoint(i, x.fab.Host(c.nodeName(i)).Addr.String(), c.drv.Ports)
 			ep.Dial = observer.Dial
-			x.eps = append(x.eps, ep)
+			c.eps = append(c.eps, ep)
 		}
 		return nil
 	}
-	per := len(x.drv.Ports)
-	ports, err := x.proc.AllocatePorts(per * c.Nodes)
+	per := len(c.drv.Ports)
+	ports, err := x.proc.AllocatePorts(per * c.spec.Nodes)
 	if err != nil {
-		return x.infra("", "startup", fmt.Errorf("allocate ports: %w", err))
+		return c.infra("", "startup", fmt.Errorf("allocate ports: %w", err))
 	}
-	for i := 1; i <= c.Nodes; i++ {
-		x.eps = append(x.eps, endpoint(i, "127.0.0.1", ports[per*(i-1):per*i]))
+	for i := 1; i <= c.spec.Nodes; i++ {
+		c.eps = append(c.eps, endpoint(i, "127.0.0.1", ports[per*(i-1):per*i]))
 	}
 	return nil
 }
@@ -129,25 +129,25 @@ type nodeExit struct {
 func (e *nodeExit) Error() string { return fmt.Sprintf("node %s exited: %v", e.node, e.err) }
 
 // openClients gives every workload its own client, with its own connections.
-func (x *execution) openClients(ctx context.Context) error {
-	x.clients = map[string]stores.Client{}
-	for _, w := range x.plan.Workloads {
+func (c *clusterRun) openClients(ctx context.Context) error {
+	c.clients = map[string]stores.Client{}
+	for _, w := range c.plan.Workloads {
 		var dial stores.DialFunc
-		if x.fab != nil {
-			dial = x.fab.Host(clientHost(w.Region)).Dial
+		if c.x.fab != nil {
+			dial = c.x.fab.Host(clientHost(w.Region)).Dial
 		}
-		cl, err := x.drv.NewClient(ctx, stores.ClientOptions{
+		cl, err := c.drv.NewClient(ctx, stores.ClientOptions{
 			Dial:        dial,
-			Endpoints:   x.clientEndpoints(w),
+			Endpoints:   c.clientEndpoints(w),
 			Conns:       w.Conns,
 			Consistency: w.Consistency,
 			Timeout:     w.Timeout.D(),
 			Workload:    w,
 		})
 		if err != nil {
-			return x.infra("", "startup", fmt.Errorf("workload %q: connect: %w", w.Name, err))
+			return c.infra("", "startup", fmt.Errorf("workload %q: connect: %w", w.Name, err))
 		}
-		x.clients[w.Name] = cl
+		c.clients[w.Name] = cl
 	}
 	return nil
 }
@@ -155,52 +155,52 @@ func (x *execution) openClients(ctx context.Context) error {
 // clientEndpoints are the members a workload's clients connect to: all of
 // them, or with endpoints = "local" those in the clients' region (all if
 // none is there).
-func (x *execution) clientEndpoints(w plan.WorkloadSpec) []stores.Endpoint {
+func (c *clusterRun) clientEndpoints(w plan.WorkloadSpec) []stores.Endpoint {
 	if w.Endpoints != plan.EndpointsLocal {
-		return x.eps
+		return c.eps
 	}
 	var local []stores.Endpoint
-	for _, ep := range x.eps {
-		if x.cluster.Placement[ep.Node-1] == w.Region {
+	for _, ep := range c.eps {
+		if c.spec.Placement[ep.Node-1] == w.Region {
 			local = append(local, ep)
 		}
 	}
 	if len(local) == 0 {
-		return x.eps
+		return c.eps
 	}
 	return local
 }
 
-func (x *execution) closeClients() {
-	for name, cl := range x.clients {
+func (c *clusterRun) closeClients() {
+	for name, cl := range c.clients {
 		if err := cl.Close(); err != nil {
-			x.log.Debug("close client", "workload", name, "err", err)
+			c.log.Debug("close client", "workload", name, "err", err)
 		}
 	}
 }
 
 // preload writes the keyspace of every workload that asks for it, before
 // the timeline starts. Its operations are not measured.
-func (x *execution) preload(ctx context.Context) error {
-	for _, w := range x.plan.Workloads {
+func (c *clusterRun) preload(ctx context.Context) error {
+	for _, w := range c.plan.Workloads {
 		if !w.Preload {
 			continue
 		}
 		discard := func() metrics.Sink { return discardSink{} }
 		base := time.Now()
-		eng, err := workload.New(w, x.clients[w.Name], discard, base, workload.WithLogger(x.log), x.recordHistory(w.Name, base))
+		eng, err := workload.New(w, c.clients[w.Name], discard, base, workload.WithLogger(c.log), c.recordHistory(w.Name, base))
 		if err != nil {
 			return err
 		}
 		start := time.Now()
-		fmt.Fprintf(x.opts.Progress, "preloading %d keys for workload %s\n", w.Keyspace, w.Name)
+		fmt.Fprintf(c.x.opts.Progress, "preloading %d keys for workload %s\n", w.Keyspace, w.Name)
 		if err := eng.Preload(ctx, preloadWriters); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return x.infra("", "preload", fmt.Errorf("workload %q: %w", w.Name, err))
+			return c.infra("", "preload", fmt.Errorf("workload %q: %w", w.Name, err))
 		}
-		x.log.Info("preload done", "workload", w.Name, "keys", w.Keyspace, "took", time.Since(start))
+		c.log.Info("preload done", "workload", w.Name, "keys", w.Keyspace, "took", time.Since(start))
 	}
 	return nil
 }

@@ -36,14 +36,14 @@ const (
 // newRecorder returns the history recorder of a run. Reads of workloads
 // with a weaker consistency than the store's strongest may be stale by
 // design, so only their writes are kept.
-func (x *execution) newRecorder() *checker.Recorder {
+func (c *clusterRun) newRecorder() *checker.Recorder {
 	var keyspace int64
-	for _, w := range x.plan.Workloads {
+	for _, w := range c.plan.Workloads {
 		keyspace += w.Keyspace
 	}
 	rec := checker.NewSampledRecorder(sampleKeys, keyspace)
-	for _, w := range x.plan.Workloads {
-		if w.Consistency != "" && w.Consistency != x.drv.StrongRead {
+	for _, w := range c.plan.Workloads {
+		if w.Consistency != "" && w.Consistency != c.drv.StrongRead {
 			rec.Exclude(w.Name)
 		}
 	}
@@ -54,12 +54,12 @@ func (x *execution) newRecorder() *checker.Recorder {
 // workload's operations, its engine's clock starting at base. Every
 // engine's times are moved onto one clock, the run's epoch, so that preload
 // writes and timeline operations order correctly.
-func (x *execution) recordHistory(w string, base time.Time) workload.Option {
-	shift := base.Sub(x.epoch)
+func (c *clusterRun) recordHistory(w string, base time.Time) workload.Option {
+	shift := base.Sub(c.x.epoch)
 	return workload.WithHistory(func(op workload.HistoryOp) {
 		op.Call += shift
 		op.Return += shift
-		x.rec.Record(w, op)
+		c.rec.Record(w, op)
 	})
 }
 
@@ -67,37 +67,37 @@ func (x *execution) recordHistory(w string, base time.Time) workload.Option {
 // recorded history for linearizability and reads back every acknowledged
 // write of it. It fills res.Correctness and writes the evidence of a
 // failure next to the results. An error means the checks could not run.
-func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) error {
-	h := x.rec.History()
+func (c *clusterRun) checkCorrectness(ctx context.Context, res *results.Results) error {
+	h := c.rec.History()
 	res.Correctness = &results.Correctness{}
 	if len(h) == 0 {
 		res.Correctness.Detail = "no operation on a sampled key was recorded."
 		return nil
 	}
 
-	if p := x.outPath(""); p != "" {
+	if p := c.x.outPath(""); p != "" {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return fmt.Errorf("correctness evidence: %w", err)
 		}
 	}
-	lin, err := checker.CheckLinearizable(ctx, h, linearizabilityTimeout, x.outPath("linearizability.html"))
+	lin, err := checker.CheckLinearizable(ctx, h, linearizabilityTimeout, c.outPath("linearizability.html"))
 	if err != nil {
 		return fmt.Errorf("linearizability check: %w", err)
 	}
 	if lin.Verdict == checker.Violation {
-		if err := x.writeJSON("linearizability-offending.json", lin.Offending); err != nil {
+		if err := c.writeJSON("linearizability-offending.json", lin.Offending); err != nil {
 			return err
 		}
 	}
 
 	rctx, cancel := context.WithTimeout(ctx, recoveryTimeout)
 	defer cancel()
-	if err := x.drv.WaitReady(rctx, x.eps, recoveryTimeout); err != nil {
+	if err := c.drv.WaitReady(rctx, c.eps, recoveryTimeout); err != nil {
 		return fmt.Errorf("cluster not healthy after the run, so acknowledged writes cannot be read back: %w", err)
 	}
-	cl, err := x.drv.NewClient(rctx, stores.ClientOptions{
-		Endpoints: x.eps, Conns: 1, Consistency: x.drv.StrongRead, Timeout: readBackTimeout,
-		Workload: x.plan.Workloads[0],
+	cl, err := c.drv.NewClient(rctx, stores.ClientOptions{
+		Endpoints: c.eps, Conns: 1, Consistency: c.drv.StrongRead, Timeout: readBackTimeout,
+		Workload: c.plan.Workloads[0],
 	})
 	if err != nil {
 		return fmt.Errorf("read back acknowledged writes: connect: %w", err)
@@ -110,7 +110,7 @@ func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) 
 		return fmt.Errorf("read back acknowledged writes: %w", err)
 	}
 	if lost.Lost > 0 {
-		if err := x.writeJSON("lost-writes.json", lost.Keys); err != nil {
+		if err := c.writeJSON("lost-writes.json", lost.Keys); err != nil {
 			return err
 		}
 	}
@@ -118,8 +118,8 @@ func (x *execution) checkCorrectness(ctx context.Context, res *results.Results) 
 	if res.Correctness.Visualization != "" {
 		res.Correctness.Visualization = filepath.Base(res.Correctness.Visualization)
 	}
-	if n := x.rec.Skipped(); n > 0 {
-		res.Correctness.Detail += fmt.Sprintf(" %d operations on sampled keys were not checked (ranges, and reads of workloads with weaker consistency than %s).", n, x.drv.StrongRead)
+	if n := c.rec.Skipped(); n > 0 {
+		res.Correctness.Detail += fmt.Sprintf(" %d operations on sampled keys were not checked (ranges, and reads of workloads with weaker consistency than %s).", n, c.drv.StrongRead)
 	}
 	return nil
 }
@@ -152,8 +152,17 @@ func (x *execution) outPath(name string) string {
 	return filepath.Join(x.opts.OutDir, name)
 }
 
-func (x *execution) writeJSON(name string, v any) error {
-	p := x.outPath(name)
+// outPath is the cluster's evidence file name in OutDir: the name itself
+// with one cluster, prefixed by the cluster's name with several.
+func (c *clusterRun) outPath(name string) string {
+	if len(c.x.clusters) > 1 {
+		name = c.spec.Name + "-" + name
+	}
+	return c.x.outPath(name)
+}
+
+func (c *clusterRun) writeJSON(name string, v any) error {
+	p := c.outPath(name)
 	if p == "" {
 		return nil
 	}

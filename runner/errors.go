@@ -30,7 +30,11 @@ type InfraError struct {
 
 func (e *InfraError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cluster %q", e.Cluster)
+	if e.Cluster != "" {
+		fmt.Fprintf(&b, "cluster %q", e.Cluster)
+	} else {
+		b.WriteString("run") // about every cluster (the network, the workspace)
+	}
 	if e.Node != "" {
 		fmt.Fprintf(&b, " node %s", e.Node)
 	}

@@ -36,18 +36,17 @@ func injectors() map[string]injector {
 		return injection{applied: a.AppliedAt(), undo: a.Recover, active: a}, nil
 	}}
 	network := injector{needsFabric: true, inject: func(d *faultDriver, ctx context.Context, f plan.FaultSpec, targets []int) (injection, error) {
-		applied, undo, err := d.x.net.inject(ctx, f, targets)
+		applied, undo, err := d.c.x.net.inject(ctx, f, targets)
 		return injection{applied: applied, undo: undo}, err
 	}}
-	return map[string]injector{
-		plan.FaultKill:      node,
-		plan.FaultStop:      node,
-		plan.FaultRestart:   node,
-		plan.FaultPause:     node,
-		plan.FaultDisk:      node,
+	all := map[string]injector{
 		plan.FaultNetwork:   network,
 		plan.FaultPartition: network,
 	}
+	for _, k := range faults.Kinds() {
+		all[k] = node
+	}
+	return all
 }
 
 // faultKind is what the plan says of kind; the language accepts only known

@@ -30,7 +30,7 @@ const (
 // goroutine, from injection to recovery, so that a slow injection (a graceful
 // stop waits up to its grace period) never delays the timeline.
 type faultDriver struct {
-	x   *execution
+	c   *clusterRun
 	inj *faults.Injector
 	// ctx outlives every fault: scheduled restarts and disk writers run
 	// under it. It ends with the run's own context (Ctrl-C), and teardown
@@ -64,14 +64,14 @@ type faultOcc struct {
 
 func (o *faultOcc) signalRecover() { o.once.Do(func() { close(o.recover) }) }
 
-func newFaultDriver(ctx context.Context, x *execution) *faultDriver {
-	nodes := make([]faults.Node, len(x.nodes))
-	for i, n := range x.nodes {
+func newFaultDriver(ctx context.Context, c *clusterRun) *faultDriver {
+	nodes := make([]faults.Node, len(c.nodes))
+	for i, n := range c.nodes {
 		nodes[i] = n
 	}
 	return &faultDriver{
-		x:    x,
-		inj:  faults.NewInjector(nodes, faults.Options{Logger: x.log}),
+		c:    c,
+		inj:  faults.NewInjector(nodes, faults.Options{Logger: c.log}),
 		ctx:  ctx,
 		byID: map[string]*faultOcc{},
 	}
@@ -120,7 +120,7 @@ func (d *faultDriver) finish(ctx context.Context) error {
 }
 
 func (d *faultDriver) play(o *faultOcc) {
-	log := d.x.log.With("fault", o.spec.ID, "kind", o.spec.Kind)
+	log := d.c.log.With("fault", o.spec.ID, "kind", o.spec.Kind)
 	o.targets, o.leader, o.err = d.resolve(o)
 	if o.err != nil {
 		log.Warn("fault not injected", "err", o.err)
@@ -131,9 +131,9 @@ func (d *faultDriver) play(o *faultOcc) {
 	if takesDown {
 		// Before the signal, so the node watcher never reports the exit as
 		// unexpected.
-		d.x.expectDown(o.targets, 1)
+		d.c.expectDown(o.targets, 1)
 	}
-	o.watch = d.x.coll.WatchWrites(time.Since(d.x.base))
+	o.watch = d.c.coll.WatchWrites(time.Since(d.c.x.base))
 	var in injection
 	if in, o.err = injectors()[o.spec.Kind].inject(d, d.ctx, o.spec, o.targets); o.err == nil {
 		o.applied, o.undo, o.active = in.applied, in.undo, in.active
@@ -142,19 +142,19 @@ func (d *faultDriver) play(o *faultOcc) {
 	if o.err != nil {
 		o.watch.Stop()
 		if takesDown {
-			d.x.expectDown(o.targets, -1)
+			d.c.expectDown(o.targets, -1)
 		}
 		log.Warn("fault not injected", "err", o.err)
 		return
 	}
-	o.watch.Fix(o.applied.Sub(d.x.base))
+	o.watch.Fix(o.applied.Sub(d.c.x.base))
 	select {
 	case <-o.recover:
 	case <-d.ctx.Done():
 		return
 	}
 	if kind.Silences && len(o.targets) > 0 {
-		o.served = d.x.coll.WatchServed(time.Since(d.x.base), o.targets)
+		o.served = d.c.coll.WatchServed(time.Since(d.c.x.base), o.targets)
 	}
 	if err := o.undo(d.ctx); err != nil {
 		o.err = err
@@ -167,10 +167,10 @@ func (d *faultDriver) play(o *faultOcc) {
 	}
 	o.recovered = time.Now()
 	if o.served != nil {
-		o.served.Fix(o.recovered.Sub(d.x.base))
+		o.served.Fix(o.recovered.Sub(d.c.x.base))
 	}
 	if takesDown {
-		d.x.expectDown(o.targets, -1)
+		d.c.expectDown(o.targets, -1)
 	}
 }
 
@@ -185,7 +185,7 @@ func (d *faultDriver) resolve(o *faultOcc) ([]int, int, error) {
 	}
 	deadline := time.Now().Add(resolveTimeout)
 	for {
-		v := d.x.view(d.ctx)
+		v := d.c.view(d.ctx)
 		targets, err := faults.Resolve(o.spec.Target, v, occurrence(o.spec.ID))
 		if err == nil {
 			return targets, v.Leader, nil
@@ -218,20 +218,20 @@ func occurrence(id string) int {
 // used when it names a running node, so that resolving costs no round trip
 // and the fault lands on time; otherwise (no leader known, or it just went
 // down) every node is asked afresh.
-func (x *execution) view(ctx context.Context) faults.View {
-	v := faults.View{Nodes: len(x.nodes), Placement: x.cluster.Placement, Up: make([]bool, len(x.nodes))}
-	for i, n := range x.nodes {
+func (c *clusterRun) view(ctx context.Context) faults.View {
+	v := faults.View{Nodes: len(c.nodes), Placement: c.spec.Placement, Up: make([]bool, len(c.nodes))}
+	for i, n := range c.nodes {
 		v.Up[i] = n.Running()
 	}
-	x.mu.Lock()
-	cached := x.leader
-	x.mu.Unlock()
+	c.mu.Lock()
+	cached := c.leader
+	c.mu.Unlock()
 	if cached > 0 && v.Up[cached-1] {
 		v.Leader = cached
 		return v
 	}
 	var term uint64
-	for _, s := range x.poller.Poll(ctx, statusTimeout) {
+	for _, s := range c.poller.Poll(ctx, statusTimeout) {
 		if s.Err == nil && s.IsLeader && s.Term >= term && v.Up[s.Node-1] {
 			v.Leader, term = s.Node, s.Term
 		}
@@ -241,22 +241,22 @@ func (x *execution) view(ctx context.Context) faults.View {
 
 // expectDown counts a fault in (delta 1) or out (-1) of the reasons each
 // node may be down.
-func (x *execution) expectDown(nodes []int, delta int) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.downs == nil {
-		x.downs = map[int]int{}
+func (c *clusterRun) expectDown(nodes []int, delta int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.downs == nil {
+		c.downs = map[int]int{}
 	}
 	for _, n := range nodes {
-		x.downs[n] += delta
+		c.downs[n] += delta
 	}
 }
 
 // expectedDown reports whether a fault has taken node i down on purpose.
-func (x *execution) expectedDown(i int) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.downs[i] > 0
+func (c *clusterRun) expectedDown(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.downs[i] > 0
 }
 
 // failovers records every occurrence in res, with what the collector saw
@@ -271,7 +271,7 @@ func (d *faultDriver) failovers(res *results.Results) error {
 			PlannedMS: results.MS(o.spec.Start.D()),
 		}
 		for _, t := range o.targets {
-			f.Targets = append(f.Targets, d.x.nodes[t-1].Name())
+			f.Targets = append(f.Targets, d.c.nodes[t-1].Name())
 		}
 		if o.err != nil {
 			f.Error = o.err.Error()
@@ -288,19 +288,19 @@ func (d *faultDriver) failovers(res *results.Results) error {
 }
 
 func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
-	x := d.x
-	applied := o.applied.Sub(x.base)
+	c := d.c
+	applied := o.applied.Sub(c.x.base)
 	f.AppliedMS = msPtr(applied)
 	f.LagMS = msPtr(applied - o.spec.Start.D())
 	if !o.recovered.IsZero() && (o.spec.Duration > 0 || o.spec.Kind == plan.FaultRestart) {
-		f.RecoveredMS = msPtr(o.recovered.Sub(x.base))
+		f.RecoveredMS = msPtr(o.recovered.Sub(c.x.base))
 	}
 	// A leader the fault took away does not count as the new one.
 	excluded := 0
 	if !faultKind(o.spec.Kind).LeaderStays && slices.Contains(o.targets, o.leader) {
 		excluded = o.leader
 	}
-	if dl, ok := x.coll.Leader().FirstLeaderAfter(applied, excluded); ok {
+	if dl, ok := c.coll.Leader().FirstLeaderAfter(applied, excluded); ok {
 		f.TimeToLeaderMS = msPtr(dl)
 	}
 	// Recovery is the first write the cluster accepted from a client that
@@ -308,11 +308,11 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 	// completed write from the last one before the fault to that one.
 	if first, ok := o.watch.First(); ok {
 		f.TimeToWriteMS = msPtr(first - applied)
-		last, ok := x.coll.LastWriteBefore(applied)
+		last, ok := c.coll.LastWriteBefore(applied)
 		if !ok {
 			last = applied
 		}
-		start, end := x.coll.LongestWriteGap(last, first)
+		start, end := c.coll.LongestWriteGap(last, first)
 		f.Unavailable = &results.Window{StartMS: results.MS(start), EndMS: results.MS(end)}
 	}
 	if f.RecoveredMS != nil && o.served != nil {
@@ -338,13 +338,13 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 // (no workload sends to it, or its store's client cannot tell) is left
 // out: its silence after says nothing.
 func (d *faultDriver) measureServed(f *results.Failover, o *faultOcc) {
-	x := d.x
-	recovered := o.recovered.Sub(x.base)
+	c := d.c
+	recovered := o.recovered.Sub(c.x.base)
 	for _, t := range o.targets {
-		if !x.coll.ServedBefore(t, o.applied.Sub(x.base)) {
+		if !c.coll.ServedBefore(t, o.applied.Sub(c.x.base)) {
 			continue
 		}
-		s := results.NodeServed{Node: x.nodes[t-1].Name()}
+		s := results.NodeServed{Node: c.nodes[t-1].Name()}
 		if first, ok := o.served.FirstServed(t); ok {
 			s.TimeToServeMS = msPtr(first - recovered)
 		}

@@ -38,7 +38,8 @@ func needsFabric(p *plan.Plan) bool {
 type netHost struct {
 	name     string
 	region   string
-	node     int // 1-based node index; 0 for client and observer hosts
+	cluster  string // the node's cluster; "" for client and observer hosts
+	node     int    // 1-based node index in its cluster; 0 for client and observer hosts
 	observer bool
 }
 
@@ -48,15 +49,18 @@ type netFault struct {
 	targets []int // resolved nodes, for faults with a target
 }
 
-// fabricHosts lists a plan's hosts: its nodes, one client host per region
-// that has workloads, and the observer.
-func fabricHosts(p *plan.Plan, c plan.ClusterSpec) []netHost {
+// fabricHosts lists a run's hosts: every cluster's nodes, one client host
+// per region that has workloads (shared by the clusters), and the
+// observer.
+func (x *execution) fabricHosts() []netHost {
 	var hs []netHost
-	for i, r := range c.Placement {
-		hs = append(hs, netHost{name: plan.NodeName(i + 1), region: r, node: i + 1})
+	for _, c := range x.clusters {
+		for i, r := range c.spec.Placement {
+			hs = append(hs, netHost{name: c.nodeName(i + 1), region: r, cluster: c.spec.Name, node: i + 1})
+		}
 	}
 	seen := map[string]bool{}
-	for _, w := range p.Workloads {
+	for _, w := range x.plan.Workloads {
 		if !seen[w.Region] {
 			seen[w.Region] = true
 			hs = append(hs, netHost{name: clientHost(w.Region), region: w.Region})
@@ -120,9 +124,14 @@ func networkFaultApplies(f netFault, a, b netHost) bool {
 	case len(e.Between) == 2:
 		return (a.region == e.Between[0] && b.region == e.Between[1]) || (a.region == e.Between[1] && b.region == e.Between[0])
 	case len(f.targets) > 0:
-		return slices.Contains(f.targets, a.node) || slices.Contains(f.targets, b.node)
+		return f.targeted(a) || f.targeted(b)
 	}
 	return true
+}
+
+// targeted reports whether h is one of the nodes the fault resolved to.
+func (f netFault) targeted(h netHost) bool {
+	return h.node > 0 && h.cluster == f.spec.Cluster && slices.Contains(f.targets, h.node)
 }
 
 // cutBefore reports whether a partition listed before f in active also
@@ -165,14 +174,14 @@ func partitionCuts(f netFault, a, b netHost) bool {
 func partitionGroup(f netFault, h netHost) int {
 	p := f.spec.Partition
 	if len(p.Groups) == 0 {
-		if h.node > 0 && slices.Contains(f.targets, h.node) {
+		if f.targeted(h) {
 			return 0
 		}
 		return 1
 	}
 	for i, g := range p.Groups {
 		for _, m := range g {
-			if (m.Node > 0 && m.Node == h.node) || (m.Region != "" && m.Region == h.region) {
+			if (m.Node > 0 && m.Node == h.node && h.cluster == f.spec.Cluster) || (m.Region != "" && m.Region == h.region) {
 				return i
 			}
 		}

@@ -12,13 +12,15 @@ import (
 func TestLinkPolicy(t *testing.T) {
 	ms := func(n int) plan.Duration { return plan.Duration(time.Duration(n) * time.Millisecond) }
 	hosts := []netHost{
-		{name: "n1", region: "east", node: 1},
-		{name: "n2", region: "east", node: 2},
-		{name: "n3", region: "west", node: 3},
+		{name: "n1", region: "east", cluster: "main", node: 1},
+		{name: "n2", region: "east", cluster: "main", node: 2},
+		{name: "n3", region: "west", cluster: "main", node: 3},
 		{name: "client-east", region: "east"},
 		{name: observerHost, observer: true},
+		// Node 1 of a second cluster: faults of "main" target its nodes only.
+		{name: "other-n1", region: "east", cluster: "other", node: 1},
 	}
-	const n1, n2, n3, ce, obs = 0, 1, 2, 3, 4
+	const n1, n2, n3, ce, obs, o1 = 0, 1, 2, 3, 4, 5
 	network := plan.NetworkSpec{
 		Default: plan.LinkSpec{Shaping: plan.Shaping{RTT: ms(100)}},
 		Within:  plan.LinkSpec{Shaping: plan.Shaping{RTT: ms(2)}},
@@ -27,7 +29,7 @@ func TestLinkPolicy(t *testing.T) {
 	local := shaper.Link{Delay: time.Millisecond}
 	eastWest := shaper.Link{Delay: 20 * time.Millisecond, Jitter: fabric.JitterPerDirection(10 * time.Millisecond), Loss: 0.01, Rate: 10e6}
 	fault := func(kind string, mod func(*plan.FaultSpec), targets ...int) netFault {
-		f := plan.FaultSpec{ID: kind, Kind: kind}
+		f := plan.FaultSpec{ID: kind, Kind: kind, Cluster: "main"}
 		switch kind {
 		case plan.FaultNetwork:
 			f.Network = &plan.NetworkEffect{}
@@ -61,13 +63,13 @@ func TestLinkPolicy(t *testing.T) {
 			},
 		},
 		{
-			name: "a network fault on a node shapes every path of that node",
+			name: "a network fault on a node shapes every path of that node, in its cluster only",
 			active: []netFault{fault(plan.FaultNetwork, func(f *plan.FaultSpec) {
 				f.Network.RTT = ms(200)
 			}, 2)},
 			want: map[pair]shaper.Link{
 				{n1, n2}: {Delay: 100 * time.Millisecond}, {n2, ce}: {Delay: 100 * time.Millisecond},
-				{n1, n3}: eastWest, {obs, n2}: {},
+				{n1, n3}: eastWest, {obs, n2}: {}, {o1, n1}: local,
 			},
 		},
 		{
@@ -76,6 +78,8 @@ func TestLinkPolicy(t *testing.T) {
 			want: map[pair]shaper.Link{
 				{n1, n2}: withDown(local), {n2, n1}: withDown(local), {ce, n1}: withDown(local),
 				{n3, n1}: withDown(eastWest), {n2, n3}: eastWest, {obs, n1}: {}, {n1, obs}: {},
+				// Node 1 of the other cluster is not node 1 of main.
+				{o1, n2}: local, {ce, o1}: local, {n1, o1}: withDown(local),
 			},
 		},
 		{
@@ -107,6 +111,7 @@ func TestLinkPolicy(t *testing.T) {
 			})},
 			want: map[pair]shaper.Link{
 				{n1, n2}: withDown(local), {n2, n1}: local, {n1, n3}: eastWest, {ce, n1}: local,
+				{o1, n2}: local, {n2, o1}: local,
 			},
 		},
 	}

@@ -23,8 +23,10 @@ func (x *execution) writeOutputs(res *results.Results) error {
 		return fmt.Errorf("create output directory: %w", err)
 	}
 	hlogDir := filepath.Join(dir, "hlog")
-	if err := x.coll.WriteIntervalLogs(hlogDir); err != nil {
-		return fmt.Errorf("write interval logs: %w", err)
+	for _, c := range x.clusters {
+		if err := c.coll.WriteIntervalLogs(hlogDir); err != nil {
+			return fmt.Errorf("write interval logs: %w", err)
+		}
 	}
 	// The report is drawn before results.json is written so that a failure
 	// to draw it is noted there; the report is a convenience, and never

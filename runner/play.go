@@ -11,41 +11,33 @@ import (
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/workload"
-	"github.com/coordlab/scenario/stores"
 )
 
 // play runs the timeline: every load at its offset, every event on time,
-// the leader polled throughout. It returns the results with checks
-// evaluated and written to OutDir.
+// every cluster's leader polled throughout. It returns the results with
+// checks evaluated and written to OutDir.
 func (x *execution) play(ctx context.Context) (*results.Results, error) {
-	pl, err := x.drv.NewPoller(x.eps)
-	if err != nil {
-		return nil, x.infra("", "startup", fmt.Errorf("status poller: %w", err))
-	}
-	defer pl.Close()
-	x.poller = pl
-
 	// A short lead lets every goroutine be waiting before offset 0.
 	x.base = time.Now().Add(50 * time.Millisecond)
-	x.coll = metrics.NewCollector(x.plan.Phases, x.plan.Workloads, x.base)
-	x.engines = map[string]*workload.Engine{}
-	for _, w := range x.plan.Workloads {
-		eng, err := workload.New(w, x.clients[w.Name], x.coll.NewSink, x.base,
-			workload.WithLogger(x.log), x.recordHistory(w.Name, x.base))
-		if err != nil {
+	for _, c := range x.clusters {
+		if err := c.startPlay(); err != nil {
 			return nil, err
 		}
-		x.engines[w.Name] = eng
+		defer c.poller.Close()
 	}
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	x.faults = newFaultDriver(ctx, x)
+	for _, c := range x.clusters {
+		c.faults = newFaultDriver(ctx, c)
+	}
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	bg.Go(func() { x.coll.Run(bgCtx) })
-	bg.Go(func() { x.pollLeader(bgCtx, pl) })
-	bg.Go(func() { x.watchNodes(bgCtx) })
+	for _, c := range x.clusters {
+		bg.Go(func() { c.coll.Run(bgCtx) })
+		bg.Go(func() { c.pollLeader(bgCtx) })
+		bg.Go(func() { c.watchNodes(bgCtx) })
+	}
 	bg.Go(func() { x.progress(bgCtx) })
 	defer func() {
 		stopBackground()
@@ -58,7 +50,7 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		if ev.Kind != plan.EventLoad {
 			continue
 		}
-		eng, l := x.engines[ev.Load.Workload], *ev.Load
+		eng, l := x.engine(ev.Load.Workload), *ev.Load
 		loads.Go(func() {
 			if _, err := eng.Run(runCtx, l, ev.At.D()); err != nil && runCtx.Err() == nil {
 				loadErrs <- fmt.Errorf("phase %q: %w", ev.Phase, err)
@@ -73,11 +65,16 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	// Every fault ends before the background stops, so that restarted nodes
 	// are watched and the leader they elect is seen.
 	fctx, cancel := context.WithTimeout(ctx, recoveryTimeout)
-	finishErr := x.faults.finish(fctx)
+	var finishErrs []error
+	for _, c := range x.clusters {
+		finishErrs = append(finishErrs, c.faults.finish(fctx))
+	}
 	cancel()
 	stopBackground()
 	bg.Wait()
-	x.coll.Flush()
+	for _, c := range x.clusters {
+		c.coll.Flush()
+	}
 	x.endProgress()
 
 	if ctx.Err() != nil {
@@ -90,34 +87,84 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	if walkErr != nil && !errors.Is(walkErr, context.Canceled) {
 		errs = append(errs, walkErr)
 	}
-	if finishErr != nil {
-		errs = append(errs, finishErr)
-	}
-	if len(errs) > 0 {
-		return nil, x.infra("", x.currentPhase(), errors.Join(errs...))
+	errs = append(errs, finishErrs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, x.infra("", x.currentPhase(), err)
 	}
 
-	res := x.coll.Results()
-	x.describe(res, finished)
-	faultErr := x.faults.failovers(res)
-	if err := x.checkCorrectness(ctx, res); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	per := make([]*results.Results, len(x.clusters))
+	names := make([]string, len(x.clusters))
+	var faultErrs []error
+	for i, c := range x.clusters {
+		res := c.coll.Results()
+		c.describe(res, finished)
+		if err := c.faults.failovers(res); err != nil {
+			faultErrs = append(faultErrs, c.infra("", "", fmt.Errorf("faults: %w", err)))
 		}
-		x.note("correctness", err.Error())
-		x.log.Warn("correctness checks did not run", "err", err)
-		res.Notes["correctness"] = err.Error()
+		if err := c.checkCorrectness(ctx, res); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			c.log.Warn("correctness checks did not run", "err", err)
+			res.Notes["correctness"] = err.Error()
+		}
+		per[i], names[i] = res, c.spec.Name
 	}
+	res := results.Combine(names, per)
+	x.mu.Lock()
+	if x.abort != "" {
+		res.Notes["aborted"] = x.abort
+	}
+	x.mu.Unlock()
 	evalChecks(x.plan, res)
 	if err := x.writeOutputs(res); err != nil {
 		return res, err
 	}
-	if faultErr != nil {
-		// The run measured something other than what the scenario asked
-		// for: its results are kept, but it does not count as a pass.
-		return res, x.infra("", "", fmt.Errorf("faults: %w", faultErr))
+	// A fault that could not be applied or undone means the run measured
+	// something other than what the scenario asked for: its results are
+	// kept, but it does not count as a pass.
+	return res, errors.Join(faultErrs...)
+}
+
+// startPlay makes what the cluster measures the timeline with: its status
+// poller, collector and workload engines.
+func (c *clusterRun) startPlay() error {
+	pl, err := c.drv.NewPoller(c.eps)
+	if err != nil {
+		return c.infra("", "startup", fmt.Errorf("status poller: %w", err))
 	}
-	return res, nil
+	c.poller = pl
+	c.coll = metrics.NewCollector(c.plan.Phases, c.plan.Workloads, c.x.base)
+	c.engines = map[string]*workload.Engine{}
+	for _, w := range c.plan.Workloads {
+		eng, err := workload.New(w, c.clients[w.Name], c.coll.NewSink, c.x.base,
+			workload.WithLogger(c.log), c.recordHistory(w.Name, c.x.base))
+		if err != nil {
+			return err
+		}
+		c.engines[w.Name] = eng
+	}
+	return nil
+}
+
+// engine is the workload engine named w, in whichever cluster runs it.
+func (x *execution) engine(w string) *workload.Engine {
+	for _, c := range x.clusters {
+		if eng, ok := c.engines[w]; ok {
+			return eng
+		}
+	}
+	return nil
+}
+
+// snapshot is the run so far, for progress and abort_on_fail checks.
+func (x *execution) snapshot() *results.Results {
+	per := make([]*results.Results, len(x.clusters))
+	names := make([]string, len(x.clusters))
+	for i, c := range x.clusters {
+		per[i], names[i] = c.coll.Snapshot(), c.spec.Name
+	}
+	return results.Combine(names, per)
 }
 
 // walk plays the timeline's events at their offsets until the end of the
@@ -148,9 +195,9 @@ func (x *execution) walk(ctx context.Context, stop context.CancelFunc) error {
 				}
 			}
 		case plan.EventFaultInject:
-			x.faults.inject(ev)
+			x.cluster(ev.Fault.Cluster).faults.inject(ev)
 		case plan.EventFaultRecover:
-			x.faults.recoverAt(ev)
+			x.cluster(ev.Fault.Cluster).faults.recoverAt(ev)
 		}
 	}
 	return sleepUntil(ctx, timer, x.base.Add(x.plan.Duration.D()))
@@ -179,13 +226,13 @@ func (x *execution) currentPhase() string {
 
 // pollLeader asks every node for its status every pollInterval and feeds
 // the leader timeline.
-func (x *execution) pollLeader(ctx context.Context, pl stores.Poller) {
+func (c *clusterRun) pollLeader(ctx context.Context) {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
-		at := time.Since(x.base)
+		at := time.Since(c.x.base)
 		leader, term := 0, uint64(0)
-		for _, s := range pl.Poll(ctx, pollInterval*5) {
+		for _, s := range c.poller.Poll(ctx, pollInterval*5) {
 			if s.Err == nil && s.IsLeader && s.Term >= term {
 				leader, term = s.Node, s.Term
 			}
@@ -194,11 +241,11 @@ func (x *execution) pollLeader(ctx context.Context, pl stores.Poller) {
 			return
 		}
 		if at >= 0 {
-			x.coll.ObserveLeader(at, leader, term)
+			c.coll.ObserveLeader(at, leader, term)
 		}
-		x.mu.Lock()
-		x.leader = leader
-		x.mu.Unlock()
+		c.mu.Lock()
+		c.leader = leader
+		c.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
@@ -209,23 +256,24 @@ func (x *execution) pollLeader(ctx context.Context, pl stores.Poller) {
 
 // watchNodes keeps the resource sampler pointed at each node's current
 // process, and notes a node that exits when no fault asked it to.
-func (x *execution) watchNodes(ctx context.Context) {
+func (c *clusterRun) watchNodes(ctx context.Context) {
+	x := c.x
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
-	pids := make([]int, len(x.nodes))
+	pids := make([]int, len(c.nodes))
 	for {
-		for i, n := range x.nodes {
+		for i, n := range c.nodes {
 			pid := 0
 			if n.Running() {
 				pid = n.PID()
 			}
 			if pid != pids[i] {
-				x.prov.sample(x.coll, n, pid)
-				if pid == 0 && !x.expectedDown(i+1) {
+				c.prov.sample(c.coll, n, pid)
+				if pid == 0 && !c.expectedDown(i+1) {
 					msg := fmt.Sprintf("exited unexpectedly at %s during phase %q (%v); log: %s",
 						time.Since(x.base).Round(time.Millisecond), x.currentPhase(), n.Err(), x.keptLogPath(n.Name()))
-					x.log.Warn("node " + n.Name() + " " + msg)
-					x.note("node."+n.Name(), msg)
+					c.log.Warn("node " + n.Name() + " " + msg)
+					c.note("node."+n.Name(), msg)
 				}
 				pids[i] = pid
 			}
@@ -238,8 +286,10 @@ func (x *execution) watchNodes(ctx context.Context) {
 	}
 }
 
-// describe fills in what the collector does not know.
-func (x *execution) describe(res *results.Results, finished time.Time) {
+// describe fills in what the collector does not know of the cluster's
+// share of the run.
+func (c *clusterRun) describe(res *results.Results, finished time.Time) {
+	x := c.x
 	res.RunID = x.proc.ID()
 	res.Scenario = x.plan.Scenario
 	res.Description = x.plan.Description
@@ -248,10 +298,10 @@ func (x *execution) describe(res *results.Results, finished time.Time) {
 	res.Finished = finished
 	res.DurationMS = results.MS(x.plan.Duration.D())
 	res.Seeds = map[string]int64{}
-	for _, w := range x.plan.Workloads {
+	for _, w := range c.plan.Workloads {
 		res.Seeds["workload."+w.Name] = w.Seed
 	}
-	for _, e := range x.plan.Events {
+	for _, e := range c.plan.Events {
 		if e.Kind == plan.EventFaultInject && e.Fault.Target.Seed != 0 {
 			res.Seeds["fault."+e.Fault.ID] = e.Fault.Target.Seed
 		}
@@ -262,27 +312,24 @@ func (x *execution) describe(res *results.Results, finished time.Time) {
 	if res.Backend == nil {
 		res.Backend = map[string]string{}
 	}
-	res.Backend["provider"] = x.cluster.Provider
+	res.Backend["provider"] = c.spec.Provider
 	res.Backend["network"] = "loopback"
 	if x.fab != nil {
 		res.Backend["network"] = "namespaces"
 		res.Backend["shaper"] = x.fab.Backend()
 		res.Seeds["network"] = networkSeed(x.plan)
 	}
-	res.Backend["store"] = x.cluster.Store + " " + x.cluster.Version
+	res.Backend["store"] = c.spec.Store + " " + c.spec.Version
 	res.Clients = map[string]map[string]string{}
-	for _, w := range x.plan.Workloads {
-		res.Clients[w.Name] = x.drv.ClientSettings(w.Client)
+	for _, w := range c.plan.Workloads {
+		res.Clients[w.Name] = c.drv.ClientSettings(w.Client)
 	}
 	if res.Notes == nil {
 		res.Notes = map[string]string{}
 	}
-	x.mu.Lock()
-	for k, v := range x.notes {
+	c.mu.Lock()
+	for k, v := range c.notes {
 		res.Notes[k] = v
 	}
-	if x.abort != "" {
-		res.Notes["aborted"] = x.abort
-	}
-	x.mu.Unlock()
+	c.mu.Unlock()
 }

@@ -25,7 +25,7 @@ func (x *execution) progress(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		line := progressLine(x.coll.Snapshot(), x.currentPhase(), time.Since(x.base), x.plan.Duration.D())
+		line := progressLine(x.snapshot(), x.currentPhase(), time.Since(x.base), x.plan.Duration.D())
 		if x.opts.Live {
 			fmt.Fprintf(x.opts.Progress, "\r\033[K%s", line)
 		} else {

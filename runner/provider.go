@@ -3,8 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
 	"os"
 	"slices"
@@ -67,20 +65,18 @@ type provider interface {
 	// addrs are the nodes' own addresses without a fabric, in node order;
 	// nil when the nodes share loopback.
 	addrs() []netip.Addr
-	// addNode registers node i to run path with args, in its fabric host
-	// when there is one (fab may be nil).
-	addNode(run *process.Run, fab *fabric.Fabric, i int, path string, args []string) (node, error)
+	// addNode registers node i, named name, to run path with args, in its
+	// fabric host when there is one (fab may be nil).
+	addNode(run *process.Run, fab *fabric.Fabric, i int, name, path string, args []string) (node, error)
 	// sample points the resource sampler at n's current process; id is its
 	// pid, 0 while it is down.
 	sample(coll *metrics.Collector, n node, id int)
-	// close removes what prepare made. It runs before the workspace goes.
-	close(ctx context.Context) error
 }
 
 // newProvider returns the provider a cluster names.
-func newProvider(c plan.ClusterSpec, log *slog.Logger, progress io.Writer) provider {
-	if c.Provider == plan.ProviderDocker {
-		return &dockerProvider{nodes: c.Nodes, log: log, progress: progress}
+func newProvider(c *clusterRun) provider {
+	if c.spec.Provider == plan.ProviderDocker {
+		return &dockerProvider{c: c}
 	}
 	return processProvider{}
 }
@@ -104,8 +100,7 @@ func (processProvider) namespacePID(int) int { return 0 }
 
 func (processProvider) addrs() []netip.Addr { return nil }
 
-func (processProvider) addNode(run *process.Run, fab *fabric.Fabric, i int, path string, args []string) (node, error) {
-	name := plan.NodeName(i)
+func (processProvider) addNode(run *process.Run, fab *fabric.Fabric, _ int, name, path string, args []string) (node, error) {
 	if fab != nil {
 		path, args = fab.Host(name).Command(path, args)
 	}
@@ -114,16 +109,26 @@ func (processProvider) addNode(run *process.Run, fab *fabric.Fabric, i int, path
 
 func (processProvider) sample(coll *metrics.Collector, n node, id int) { coll.SetPID(n.Name(), id) }
 
-func (processProvider) close(context.Context) error { return nil }
+// dockerRun is a run's containers and their Docker network, shared by
+// every cluster the docker provider runs. The run closes it.
+type dockerRun struct {
+	ctr *container.Run
+}
+
+// close removes the containers, before the run directory their volumes
+// point into.
+func (d *dockerRun) close(ctx context.Context) error {
+	if d == nil {
+		return nil
+	}
+	return d.ctr.Close(ctx)
+}
 
 // dockerProvider runs each node as a container in a sandbox container that
 // owns its network namespace (see package container).
 type dockerProvider struct {
-	nodes     int
-	log       *slog.Logger
-	progress  io.Writer
+	c         *clusterRun
 	image     string
-	ctr       *container.Run
 	sandboxes []*container.Node // sandboxes[i] holds node i+1's namespace
 }
 
@@ -141,25 +146,30 @@ func (d *dockerProvider) launcher(ctx context.Context, c plan.ClusterSpec, drv s
 // prepare creates the run's Docker network and every node's network
 // sandbox; the stores start later, in startCluster.
 func (d *dockerProvider) prepare(ctx context.Context, run *process.Run, infra func(string, error) error) error {
-	var err error
-	d.ctr, err = container.NewRun(ctx, container.Options{RunID: run.ID(), SandboxImage: images.BaseImage, Logger: d.log, StopGrace: teardownGrace})
-	if err != nil {
-		return infra("", err)
+	x := d.c.x
+	if x.docker == nil {
+		ctr, err := container.NewRun(ctx, container.Options{RunID: run.ID(), SandboxImage: images.BaseImage, Logger: x.log, StopGrace: teardownGrace})
+		if err != nil {
+			return infra("", err)
+		}
+		x.docker = &dockerRun{ctr: ctr}
 	}
-	fmt.Fprintf(d.progress, "docker: network %s, image %s\n", d.ctr.Network(), d.image)
+	ctr := x.docker.ctr
+	fmt.Fprintf(x.opts.Progress, "docker: network %s, image %s\n", ctr.Network(), d.image)
 	// In parallel: the engine takes over a second per container here.
-	d.sandboxes = make([]*container.Node, d.nodes)
-	errs := make([]error, d.nodes)
+	nodes := d.c.spec.Nodes
+	d.sandboxes = make([]*container.Node, nodes)
+	errs := make([]error, nodes)
 	var wg sync.WaitGroup
-	for i := range d.nodes {
-		name := plan.NodeName(i + 1)
+	for i := range nodes {
+		name := d.c.nodeName(i + 1)
 		wg.Go(func() {
 			dataDir, logPath := run.NodeDir(name)
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {
 				errs[i] = infra(name, err)
 				return
 			}
-			n, err := d.ctr.AddNode(ctx, name, container.NodeSpec{Image: d.image, DataDir: dataDir, LogPath: logPath})
+			n, err := ctr.AddNode(ctx, name, container.NodeSpec{Image: d.image, DataDir: dataDir, LogPath: logPath})
 			if err != nil {
 				errs[i] = infra(name, err)
 				return
@@ -186,7 +196,7 @@ func (d *dockerProvider) addrs() []netip.Addr {
 	return out
 }
 
-func (d *dockerProvider) addNode(_ *process.Run, _ *fabric.Fabric, i int, path string, args []string) (node, error) {
+func (d *dockerProvider) addNode(_ *process.Run, _ *fabric.Fabric, i int, _, path string, args []string) (node, error) {
 	n := d.sandboxes[i-1]
 	return n, n.SetCommand(path, args)
 }
@@ -198,13 +208,4 @@ func (d *dockerProvider) sample(coll *metrics.Collector, n node, id int) {
 		u, err := cn.Usage()
 		return metrics.Usage(u), err
 	})
-}
-
-// close removes the containers, before the run directory their volumes
-// point into.
-func (d *dockerProvider) close(ctx context.Context) error {
-	if d.ctr == nil {
-		return nil
-	}
-	return d.ctr.Close(ctx)
 }

@@ -121,44 +121,120 @@ func Run(ctx context.Context, pl *plan.Plan, opts Options) (*results.Results, er
 	if opts.StateDir == "" {
 		opts.StateDir = process.DefaultStateDir()
 	}
-	x := &execution{plan: pl, opts: opts, log: opts.Logger, cluster: pl.Clusters[0]}
-	x.drv, _ = registry.Lookup(x.cluster.Store) // checkSupported refused unknown stores
-	x.prov = newProvider(x.cluster, x.log, opts.Progress)
+	x := &execution{plan: pl, opts: opts, log: opts.Logger}
+	for _, spec := range pl.Clusters {
+		x.clusters = append(x.clusters, newClusterRun(x, spec))
+	}
 	return x.run(ctx)
 }
 
-// execution is the state of one Run.
+// execution is the state of one Run: what its clusters share (the
+// workspace, the network, the clocks, the timeline).
 type execution struct {
-	plan    *plan.Plan
-	opts    Options
-	log     *slog.Logger
-	cluster plan.ClusterSpec
-	drv     stores.Driver
+	plan *plan.Plan
+	opts Options
+	log  *slog.Logger
 
-	proc    *process.Run
-	prov    provider
+	proc     *process.Run
+	docker   *dockerRun     // the run's containers, made by the first docker cluster
+	fab      *fabric.Fabric // nil when the run needs no network shaping
+	net      *network
+	clusters []*clusterRun
+
+	// epoch is the one clock of the recorded history: every engine's
+	// times are moved onto it.
+	epoch time.Time
+	base  time.Time
+
+	mu    sync.Mutex
+	abort string // why the run stopped early, "" if it did not
+	phase string // the phase in progress
+}
+
+// clusterRun is one cluster of a run: its nodes, clients, measurements,
+// faults and history, as a one-cluster run has them. Its plan is the run's
+// cut down to the cluster (see clusterPlan).
+type clusterRun struct {
+	x    *execution
+	spec plan.ClusterSpec
+	plan *plan.Plan
+	log  *slog.Logger
+	drv  stores.Driver
+	prov provider
+
 	nodes   []node // nodes[i] is node i+1
 	eps     []stores.Endpoint
 	clients map[string]stores.Client
 
-	// epoch is the one clock of the recorded history: every engine's
-	// times are moved onto it.
-	epoch   time.Time
-	base    time.Time
 	coll    *metrics.Collector
 	engines map[string]*workload.Engine
 	poller  stores.Poller
 	faults  *faultDriver
-	fab     *fabric.Fabric // nil when the run needs no network shaping
-	net     *network
 	rec     *checker.Recorder
 
 	mu     sync.Mutex
 	notes  map[string]string
-	abort  string      // why the run stopped early, "" if it did not
-	phase  string      // the phase in progress
 	leader int         // the last leader polled, 0 if none
 	downs  map[int]int // node -> faults that took it down on purpose
+}
+
+func newClusterRun(x *execution, spec plan.ClusterSpec) *clusterRun {
+	c := &clusterRun{x: x, spec: spec, plan: clusterPlan(x.plan, spec.Name), log: x.log}
+	if len(x.plan.Clusters) > 1 {
+		c.log = x.log.With("cluster", spec.Name)
+	}
+	c.drv, _ = registry.Lookup(spec.Store) // checkSupported refused unknown stores
+	c.prov = newProvider(c)
+	return c
+}
+
+// clusterPlan is pl cut down to one cluster: its workloads, their loads,
+// its faults, every phase; no checks (they read the whole run).
+func clusterPlan(pl *plan.Plan, cluster string) *plan.Plan {
+	p := *pl
+	p.Clusters, p.Workloads, p.Events, p.Checks = nil, nil, nil, nil
+	mine := map[string]bool{}
+	for _, c := range pl.Clusters {
+		if c.Name == cluster {
+			p.Clusters = append(p.Clusters, c)
+		}
+	}
+	for _, w := range pl.Workloads {
+		if w.Cluster == cluster {
+			p.Workloads = append(p.Workloads, w)
+			mine[w.Name] = true
+		}
+	}
+	for _, e := range pl.Events {
+		switch {
+		case e.Load != nil && !mine[e.Load.Workload]:
+		case e.Fault != nil && e.Fault.Cluster != cluster:
+		default:
+			p.Events = append(p.Events, e)
+		}
+	}
+	return &p
+}
+
+// nodeName is the run-wide name of node i (1-based) of the cluster: n1,
+// n2, ... with one cluster, else prefixed by the cluster's name, so that
+// workspaces, network hosts, containers and results never mix two
+// clusters' nodes.
+func (c *clusterRun) nodeName(i int) string {
+	if len(c.x.plan.Clusters) > 1 {
+		return c.spec.Name + "-" + plan.NodeName(i)
+	}
+	return plan.NodeName(i)
+}
+
+// cluster returns the run's cluster named name.
+func (x *execution) cluster(name string) *clusterRun {
+	for _, c := range x.clusters {
+		if c.spec.Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
@@ -190,9 +266,13 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		}
 	}
 
-	launch, err := x.prov.launcher(ctx, x.cluster, x.drv, x.opts)
-	if err != nil {
-		return nil, x.infra("", "install", err)
+	launches := make([]stores.Launcher, len(x.clusters))
+	for i, c := range x.clusters {
+		launch, err := c.prov.launcher(ctx, c.spec, c.drv, x.opts)
+		if err != nil {
+			return nil, c.infra("", "install", err)
+		}
+		launches[i] = launch
 	}
 
 	x.proc, err = process.NewRun(process.RunOptions{StateDir: x.opts.StateDir, Keep: x.opts.Keep, Logger: x.log, StopGrace: teardownGrace})
@@ -202,9 +282,11 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 	defer func() {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 		defer cancel()
-		x.closeClients()
+		for _, c := range x.clusters {
+			c.closeClients()
+		}
 		// Containers before the run directory their volumes point into.
-		if cerr := x.prov.close(tctx); cerr != nil {
+		if cerr := x.docker.close(tctx); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
 		}
 		if cerr := x.proc.Close(tctx); cerr != nil {
@@ -222,27 +304,39 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 	}()
 
 	// Before the fabric: it shapes the namespaces of docker's sandboxes.
-	if err := x.prov.prepare(ctx, x.proc, func(node string, err error) error { return x.infra(node, "startup", err) }); err != nil {
-		return nil, err
+	for _, c := range x.clusters {
+		if err := c.prov.prepare(ctx, x.proc, func(node string, err error) error { return c.infra(node, "startup", err) }); err != nil {
+			return nil, err
+		}
 	}
 	if needsFabric(x.plan) || x.opts.Network != "" {
 		if err := x.startFabric(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if err := x.startCluster(ctx, launch); err != nil {
-		x.copyLogs()
-		return nil, err
+	// One cluster after the other: each waits for its own readiness, and
+	// the machine's cores are better spent on one start at a time.
+	for i, c := range x.clusters {
+		if err := c.startCluster(ctx, launches[i]); err != nil {
+			x.copyLogs()
+			return nil, err
+		}
 	}
-	if err := x.openClients(ctx); err != nil {
-		x.copyLogs()
-		return nil, err
+	for _, c := range x.clusters {
+		if err := c.openClients(ctx); err != nil {
+			x.copyLogs()
+			return nil, err
+		}
 	}
 	x.epoch = time.Now()
-	x.rec = x.newRecorder()
-	if err := x.preload(ctx); err != nil {
-		x.copyLogs()
-		return nil, err
+	for _, c := range x.clusters {
+		c.rec = c.newRecorder()
+	}
+	for _, c := range x.clusters {
+		if err := c.preload(ctx); err != nil {
+			x.copyLogs()
+			return nil, err
+		}
 	}
 	res, err = x.play(ctx)
 	x.copyLogs()
@@ -252,12 +346,12 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 // startFabric gives every node, client region and the runner a network
 // namespace of its own and shapes the links between them as declared.
 func (x *execution) startFabric(ctx context.Context) error {
-	hosts := fabricHosts(x.plan, x.cluster)
+	hosts := x.fabricHosts()
 	specs := make([]fabric.HostSpec, len(hosts))
 	for i, h := range hosts {
 		specs[i] = fabric.HostSpec{Name: h.name, Region: h.region}
 		if h.node > 0 {
-			specs[i].AttachPID = x.prov.namespacePID(h.node)
+			specs[i].AttachPID = x.cluster(h.cluster).prov.namespacePID(h.node)
 		}
 	}
 	fab, err := fabric.New(ctx, specs, fabric.Options{
@@ -292,12 +386,21 @@ func networkSeed(p *plan.Plan) int64 {
 	return seed
 }
 
-// infra wraps err as an InfraError about node (a name, or "").
+// infra wraps err as an InfraError about the run: its one cluster, or
+// every cluster.
 func (x *execution) infra(node, phase string, err error) error {
-	ie := &InfraError{Cluster: x.cluster.Name, Node: node, Phase: phase, Err: err}
-	for _, n := range x.nodes {
+	if len(x.clusters) == 1 {
+		return x.clusters[0].infra(node, phase, err)
+	}
+	return &InfraError{Node: node, Phase: phase, Err: err}
+}
+
+// infra wraps err as an InfraError about the cluster's node (a name, or "").
+func (c *clusterRun) infra(node, phase string, err error) error {
+	ie := &InfraError{Cluster: c.spec.Name, Node: node, Phase: phase, Err: err}
+	for _, n := range c.nodes {
 		if n.Name() == node {
-			ie.Log = x.keptLogPath(node)
+			ie.Log = c.x.keptLogPath(node)
 			ie.Tail = n.Tail(logTailLines)
 		}
 	}
@@ -314,13 +417,13 @@ func (x *execution) keptLogPath(node string) string {
 	return p
 }
 
-func (x *execution) note(key, value string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.notes == nil {
-		x.notes = map[string]string{}
+func (c *clusterRun) note(key, value string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.notes == nil {
+		c.notes = map[string]string{}
 	}
-	x.notes[key] = value
+	c.notes[key] = value
 }
 
 // copyLogs copies every node's log into OutDir/logs, so they outlive the
@@ -334,9 +437,11 @@ func (x *execution) copyLogs() {
 		x.log.Warn("copy node logs", "err", err)
 		return
 	}
-	for _, n := range x.nodes {
-		if err := copyFile(n.LogPath(), filepath.Join(dir, n.Name()+".log")); err != nil {
-			x.log.Warn("copy node log", "node", n.Name(), "err", err)
+	for _, c := range x.clusters {
+		for _, n := range c.nodes {
+			if err := copyFile(n.LogPath(), filepath.Join(dir, n.Name()+".log")); err != nil {
+				x.log.Warn("copy node log", "node", n.Name(), "err", err)
+			}
 		}
 	}
 }

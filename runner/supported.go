@@ -20,9 +20,6 @@ func faultImplemented(kind string) bool {
 // outside tests).
 func checkSupported(p *plan.Plan, netAvailable func() error) error {
 	var missing []string
-	if len(p.Clusters) != 1 {
-		missing = append(missing, fmt.Sprintf("%d clusters in one scenario (one cluster per scenario for now)", len(p.Clusters)))
-	}
 	for _, c := range p.Clusters {
 		if _, ok := registry.Lookup(c.Store); !ok {
 			missing = append(missing, fmt.Sprintf("store %q (cluster %q)", c.Store, c.Name))

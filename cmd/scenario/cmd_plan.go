@@ -238,12 +238,12 @@ func faultText(f *plan.FaultSpec) string {
 		if len(f.Network.Between) == 2 {
 			scope = f.Network.Between[0] + " <-> " + f.Network.Between[1]
 		} else if f.Target.Kind != "" {
-			scope = "paths of " + f.Target.String()
+			scope = "paths of " + f.Target.String() + " on " + f.Cluster
 		}
 		s = fmt.Sprintf("%s: network %s: %s", f.ID, scope, linkText(f.Network.Shaping))
 	case f.Partition != nil:
 		if len(f.Partition.Groups) == 0 {
-			s = fmt.Sprintf("%s: partition isolating %s (%s)", f.ID, f.Target, f.Partition.Direction)
+			s = fmt.Sprintf("%s: partition isolating %s on %s (%s)", f.ID, f.Target, f.Cluster, f.Partition.Direction)
 		} else {
 			var gs []string
 			for _, g := range f.Partition.Groups {

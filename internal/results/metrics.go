@@ -20,6 +20,7 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap and late_starts
 //	<scope>.workload.<w>.<op>.<stat>   one workload's op
 //	run.linearizable, run.lost_writes  the history checker's verdict
+//	cluster.<c>.<scope>...             with several clusters, each cluster's own (see Combine)
 //
 // Checks can name only the paths the dsl's metric tree declares (see
 // plan.PhaseStats and plan.OpStats); the phase-wide and per-workload latency
@@ -30,15 +31,28 @@ func (r *Results) Metrics() map[string]any {
 	for i := range r.Phases {
 		addPhase(m, "phase."+r.Phases[i].Name, &r.Phases[i])
 	}
-	if c := r.Correctness; c != nil {
-		if c.Linearizable != nil {
-			m["run."+plan.MetricLinearizable] = *c.Linearizable
+	addCorrectness(m, "run", r.Correctness)
+	for _, c := range r.Clusters {
+		scope := "cluster." + c.Name
+		addPhase(m, scope+".run", &c.Run)
+		for i := range c.Phases {
+			addPhase(m, scope+".phase."+c.Phases[i].Name, &c.Phases[i])
 		}
-		if c.LostWrites != nil {
-			m["run."+plan.MetricLostWrites] = float64(*c.LostWrites)
-		}
+		addCorrectness(m, scope+".run", c.Correctness)
 	}
 	return m
+}
+
+func addCorrectness(m map[string]any, scope string, c *Correctness) {
+	if c == nil {
+		return
+	}
+	if c.Linearizable != nil {
+		m[scope+"."+plan.MetricLinearizable] = *c.Linearizable
+	}
+	if c.LostWrites != nil {
+		m[scope+"."+plan.MetricLostWrites] = float64(*c.LostWrites)
+	}
 }
 
 // Lookup returns the value of one metric path (see Metrics).

@@ -76,6 +76,10 @@ type Results struct {
 	Correctness *Correctness `json:"correctness,omitempty"`
 	// Checks holds every check of the scenario and its outcome.
 	Checks []Check `json:"checks"`
+	// Clusters holds each cluster's own figures when the scenario has
+	// several (see Combine); absent with one, whose figures are the ones
+	// above.
+	Clusters []ClusterResults `json:"clusters,omitempty"`
 	// Backend names the mechanisms the run used where there was a choice
 	// (for example "provider": "process", "shaper": "userspace").
 	Backend map[string]string `json:"backend,omitempty"`
@@ -225,6 +229,8 @@ type Failover struct {
 	FaultID string `json:"fault_id"`
 	// Kind is the fault kind (kill, partition, ...).
 	Kind string `json:"kind"`
+	// Cluster is the cluster the fault acted on, with several clusters.
+	Cluster string `json:"cluster,omitempty"`
 	// Targets names the nodes the fault acted on, resolved when it fired.
 	Targets []string `json:"targets"`
 	// PlannedMS is when the plan scheduled the fault.

@@ -30,7 +30,16 @@ func WriteSummary(w io.Writer, r *Results, color bool) error {
 	sw := &summaryWriter{w: w, color: color}
 	sw.header(r)
 	sw.clients(r)
-	sw.table(r)
+	if len(r.Clusters) == 0 {
+		sw.table(r.Phases)
+	}
+	// With several clusters, each has its own table: leader figures and
+	// latency percentiles do not mix across stores.
+	for i := range r.Clusters {
+		c := &r.Clusters[i]
+		sw.printf("%s (%s, %s)\n", sw.paint(ansiBold, "cluster "+c.Name), c.Store, c.Provider)
+		sw.table(c.Phases)
+	}
 	sw.correctness(r)
 	sw.notes(r)
 	sw.checks(r)
@@ -95,8 +104,8 @@ type row struct {
 	stats               *OpStats
 }
 
-func (s *summaryWriter) table(r *Results) {
-	if len(r.Phases) == 0 {
+func (s *summaryWriter) table(phases []Phase) {
+	if len(phases) == 0 {
 		s.printf("no phases measured\n")
 		return
 	}
@@ -104,8 +113,8 @@ func (s *summaryWriter) table(r *Results) {
 	// fixed so that tables of different runs line up.
 	wp, ww, wo := len("phase"), len("workload"), len("op")
 	var rows [][]row
-	for i := range r.Phases {
-		p := &r.Phases[i]
+	for i := range phases {
+		p := &phases[i]
 		var pr []row
 		for j := range p.Workloads {
 			wl := &p.Workloads[j]
@@ -133,7 +142,7 @@ func (s *summaryWriter) table(r *Results) {
 				fmtMS(l.P50MS), fmtMS(l.P90MS), fmtMS(l.P99MS), fmtMS(l.P999MS), fmtMS(l.MaxMS),
 				st.Errors, fmtRatio(availability(st)))
 		}
-		s.phaseLine(&r.Phases[i])
+		s.phaseLine(&phases[i])
 	}
 	s.printf("latencies in ms from the intended send time (successful ops); avail = ok / attempted; time availability = share of the phase not in write gaps of 1 s or more\n\n")
 }
