@@ -61,6 +61,8 @@ func TestDefaultVerdicts(t *testing.T) {
 		{"linearizable lost", "run.linearizable", true, false, Regression},
 		{"linearizable gained", "run.linearizable", false, true, Improved},
 		{"linearizable kept", "run.linearizable", true, true, OK},
+		{"a cluster's lost write", "cluster.etcd.run.lost_writes", 0.0, 1.0, Regression},
+		{"a cluster's p99 doubled", "cluster.zk.phase.steady.put.p99", 10.0, 20.0, Regression},
 		{"check pass to fail", "check.writes resume", "pass", "fail", Regression},
 		{"check pass to error", "check.writes resume", "pass", "error", Regression},
 		{"check fail to pass", "check.writes resume", "fail", "pass", Improved},

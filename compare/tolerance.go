@@ -209,8 +209,9 @@ func DefaultRules() []Rule {
 		{"*.max_gap", "+60%,250ms"},
 		{"*.error_rate", "+0.5pt"},
 		{"*.elections", "+0"},
-		{"run.lost_writes", "+0"},
-		{"run.linearizable", "+0"},
+		// The run's verdict, and each cluster's with several.
+		{"*.lost_writes", "+0"},
+		{"*.linearizable", "+0"},
 		{checkPrefix + "*", "+0"},
 		// Raw latencies equal the corrected ones in closed loop and are
 		// not what checks read: gating both would report every slowdown

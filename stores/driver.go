@@ -37,6 +37,14 @@ type Driver struct {
 	// and why.
 	ValueLimit func(c plan.ClusterSpec) (int64, string)
 
+	// Knobs is the schema of the store's knob block, named like the
+	// store; NewKnobs gives a cluster the empty knobs a block starts from
+	// (a block with no attribute still says the store's defaults are
+	// meant). CheckKnobs reports combinations the store refuses.
+	Knobs      []Knob
+	NewKnobs   func(c *plan.ClusterSpec)
+	CheckKnobs func(c plan.ClusterSpec) []KnobProblem
+
 	// Ports are the ports a node listens on when it has an address of its
 	// own (in a network fabric): the client port, the peer port, then the
 	// store's others, in the order of Endpoint.Extra. On loopback each node
@@ -106,6 +114,19 @@ func BinaryLauncher(bin string, args func(c plan.ClusterSpec, node int, eps []En
 	return func(c plan.ClusterSpec, node int, eps []Endpoint, dataDir string) (string, []string, error) {
 		a, err := args(c, node, eps, dataDir)
 		return bin, a, err
+	}
+}
+
+// BinaryLaunch is Driver.Launcher for a store whose server is one binary
+// (see ServerBinary) run with args. driver is called, not passed, so that a
+// store's Driver can name itself.
+func BinaryLaunch(driver func() Driver, args func(c plan.ClusterSpec, node int, eps []Endpoint, dataDir string) ([]string, error)) func(ctx context.Context, c plan.ClusterSpec, cacheDir string, progress io.Writer) (Launcher, error) {
+	return func(ctx context.Context, c plan.ClusterSpec, cacheDir string, progress io.Writer) (Launcher, error) {
+		bin, err := ServerBinary(ctx, driver(), c, cacheDir, progress)
+		if err != nil {
+			return nil, err
+		}
+		return BinaryLauncher(bin, args), nil
 	}
 }
 

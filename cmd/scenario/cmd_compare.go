@@ -44,8 +44,8 @@ Default tolerances (a tolerance allows the larger of its share and its floor):
   *.error_rate                      +0.5pt       may rise 0.5 percentage points
 These sit above the noise between identical runs on a shared 2-core machine;
 tighten them with --tolerance where runs are quieter.
-  *.elections run.lost_writes       +0           may not rise
-  run.linearizable check.*                       must stay true, must keep passing
+  *.elections *.lost_writes         +0           may not rise
+  *.linearizable check.*                        must stay true, must keep passing
   *.raw.*                           ignore       checks read corrected latencies
 Other metrics (counts, errors, min, mean...) are not gated unless a rule names
 them; nor are a single workload's, which equal its phase's.

@@ -28,18 +28,15 @@ func Driver() stores.Driver {
 		ValueLimit: func(plan.ClusterSpec) (int64, string) {
 			return 512 << 10, "Consul's KV store takes values of up to kv_max_value_size, 512 KiB"
 		},
-		Ports:     []int{HTTPPort, ServerPort, SerfLANPort},
-		Installed: Exists,
+		Knobs:      knobs(),
+		NewKnobs:   newKnobs,
+		CheckKnobs: checkKnobs,
+		Ports:      []int{HTTPPort, ServerPort, SerfLANPort},
+		Installed:  Exists,
 		Install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
 			return Install(ctx, InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
 		},
-		Launcher: func(ctx context.Context, c plan.ClusterSpec, cacheDir string, progress io.Writer) (stores.Launcher, error) {
-			bin, err := stores.ServerBinary(ctx, Driver(), c, cacheDir, progress)
-			if err != nil {
-				return nil, err
-			}
-			return stores.BinaryLauncher(bin, Args), nil
-		},
+		Launcher: stores.BinaryLaunch(Driver, Args),
 		Image: stores.Image{
 			Repo: "hashicorp/consul", Layout: stores.ImageGoBinary, Server: imageServer,
 			Buildable: checkVersion,

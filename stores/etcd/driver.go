@@ -26,18 +26,15 @@ func Driver() stores.Driver {
 		Ops:            []string{plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn},
 		ClientKnobs:    []string{"keepalive_time", "keepalive_timeout", "reconnect_backoff_max", "retries"},
 		ValueLimit:     valueLimit,
+		Knobs:          knobs(),
+		NewKnobs:       newKnobs,
+		CheckKnobs:     checkKnobs,
 		Ports:          []int{2379, 2380},
 		Installed:      Exists,
 		Install: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {
 			return Install(ctx, InstallOptions{Version: version, CacheDir: cacheDir, Progress: progress})
 		},
-		Launcher: func(ctx context.Context, c plan.ClusterSpec, cacheDir string, progress io.Writer) (stores.Launcher, error) {
-			bin, err := stores.ServerBinary(ctx, Driver(), c, cacheDir, progress)
-			if err != nil {
-				return nil, err
-			}
-			return stores.BinaryLauncher(bin, args), nil
-		},
+		Launcher: stores.BinaryLaunch(Driver, args),
 		Image: stores.Image{
 			Repo: "gcr.io/etcd-development/etcd", TagPrefix: "v",
 			Layout: stores.ImageGoBinary, Server: imageServer,

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
@@ -51,6 +52,22 @@ func TestDriversComplete(t *testing.T) {
 			}
 			if !slices.Contains(d.Modes, d.StrongRead) {
 				t.Errorf("strong read mode %q is not one of the modes %v", d.StrongRead, d.Modes)
+			}
+			// Every knob decodes into the spec NewKnobs makes.
+			spec := plan.ClusterSpec{Store: d.Name}
+			d.NewKnobs(&spec)
+			names := map[string]bool{}
+			for _, k := range d.Knobs {
+				if k.Name == "" || names[k.Name] || k.Kind == 0 || k.Set == nil {
+					t.Errorf("knob %+v: no name, a name twice, no kind or no Set", k)
+					continue
+				}
+				names[k.Name] = true
+				v := map[stores.KnobKind]any{stores.KnobDuration: plan.Duration(time.Second), stores.KnobInt: k.Min + 1,
+					stores.KnobSize: k.Min + 1, stores.KnobDurationOrInt: plan.Duration(time.Second)}[k.Kind]
+				if err := k.Set(&spec, v); err != nil {
+					t.Errorf("knob %s refuses %v: %v", k.Name, v, err)
+				}
 			}
 			if len(d.Ports) < 2 {
 				t.Errorf("ports %v: want at least the client and the peer port", d.Ports)

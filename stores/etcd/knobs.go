@@ -1,0 +1,96 @@
+package etcd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/stores"
+)
+
+// etcd's own limits (server/embed/config.go): it refuses to start outside them.
+const (
+	defaultHeartbeat = 100 * time.Millisecond
+	defaultElection  = 1000 * time.Millisecond
+	maxElection      = 50 * time.Second
+)
+
+func newKnobs(c *plan.ClusterSpec) { c.Etcd = &plan.EtcdKnobs{} }
+
+// knobs is the schema of the `etcd { ... }` block: server flags.
+func knobs() []stores.Knob {
+	return []stores.Knob{
+		{Name: "heartbeat_interval", Kind: stores.KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
+			c.Etcd.HeartbeatInterval = v.(plan.Duration)
+			return nil
+		}},
+		{Name: "election_timeout", Kind: stores.KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
+			c.Etcd.ElectionTimeout = v.(plan.Duration)
+			return nil
+		}},
+		{Name: "snapshot_count", Kind: stores.KnobInt, Min: 1, Max: 1 << 40, Set: func(c *plan.ClusterSpec, v any) error {
+			c.Etcd.SnapshotCount = v.(int64)
+			return nil
+		}},
+		{Name: "quota_backend_bytes", Kind: stores.KnobSize, Min: 1, Max: 1 << 40, Set: func(c *plan.ClusterSpec, v any) error {
+			c.Etcd.QuotaBackendBytes = v.(int64)
+			return nil
+		}},
+		{Name: "max_request_bytes", Kind: stores.KnobSize, Min: 1, Max: 1 << 31, Set: func(c *plan.ClusterSpec, v any) error {
+			c.Etcd.MaxRequestBytes = v.(int64)
+			return nil
+		}},
+		// A duration keeps that much history (periodic mode); a number
+		// keeps that many revisions (revision mode).
+		{Name: "auto_compaction", Kind: stores.KnobDurationOrInt, Min: 1, Max: 1 << 40, Set: func(c *plan.ClusterSpec, v any) error {
+			switch v := v.(type) {
+			case int64:
+				c.Etcd.AutoCompactionMode, c.Etcd.AutoCompactionRetention = "revision", fmt.Sprint(v)
+			case plan.Duration:
+				c.Etcd.AutoCompactionMode, c.Etcd.AutoCompactionRetention = "periodic", v.String()
+			}
+			return nil
+		}},
+	}
+}
+
+// checkKnobs reports the timing etcd refuses to start with.
+func checkKnobs(c plan.ClusterSpec) []stores.KnobProblem {
+	k := c.Etcd
+	if k == nil {
+		return nil
+	}
+	var out []stores.KnobProblem
+	hb, el := k.HeartbeatInterval.D(), k.ElectionTimeout.D()
+	if hb == 0 {
+		hb = defaultHeartbeat
+	}
+	if el == 0 {
+		el = defaultElection
+	}
+	if (k.HeartbeatInterval > 0 || k.ElectionTimeout > 0) && el < 5*hb {
+		// Point at the knob that was written: with only a heartbeat set,
+		// it is what pushed past etcd's default election timeout.
+		at, elText := "election_timeout", el.String()
+		if k.ElectionTimeout == 0 {
+			at, elText = "heartbeat_interval", el.String()+", the default"
+		}
+		out = append(out, stores.KnobProblem{Knob: at, Summary: "Election timeout too short for the heartbeat",
+			Detail: fmt.Sprintf("etcd refuses an election_timeout (%s) below 5 x heartbeat_interval (%s): set election_timeout to at least %s, or lower heartbeat_interval. The etcd tuning guide suggests about 10 x the heartbeat.",
+				elText, hb, 5*hb)})
+	}
+	if el > maxElection {
+		out = append(out, stores.KnobProblem{Knob: "election_timeout", Summary: "Election timeout too long",
+			Detail: fmt.Sprintf("etcd refuses an election_timeout above %s; got %s.", maxElection, el)})
+	}
+	for _, kv := range []struct {
+		name string
+		v    plan.Duration
+	}{{"heartbeat_interval", k.HeartbeatInterval}, {"election_timeout", k.ElectionTimeout}} {
+		if kv.v.D()%time.Millisecond != 0 {
+			out = append(out, stores.KnobProblem{Knob: kv.name, Summary: "Sub-millisecond etcd timing",
+				Detail: fmt.Sprintf("etcd takes %s in whole milliseconds: write %q.", kv.name, kv.v.D().Round(time.Millisecond).String())})
+		}
+	}
+	return out
+}
