@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/coordlab/scenario/faults"
@@ -205,5 +206,76 @@ phase "kill" {
 			t.Logf("%s leader kill in containers: new leader after %s ms, first write after %s ms", sc.store, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
 			checkDockerRun(t, res)
 		})
+	}
+}
+
+// TestDockerManyClusters runs an etcd and a ZooKeeper cluster in containers
+// on one Docker network of the run, kills etcd's leader, and leaves
+// nothing behind.
+func TestDockerManyClusters(t *testing.T) {
+	needDocker(t, plan.StoreEtcd)
+	needDocker(t, plan.StoreZooKeeper)
+	res := runScenarioWith(t, `
+cluster "e" {
+  store = "etcd"
+  nodes = 3
+}
+cluster "z" {
+  store = "zookeeper"
+  nodes = 3
+}
+workload "we" {
+  cluster  = cluster.e
+  mix      = { put = 0.5, get = 0.5 }
+  keyspace = 100
+  clients  = 4
+  timeout  = "2s"
+}
+workload "wz" {
+  cluster     = cluster.z
+  mix         = { put = 0.5, get = 0.5 }
+  consistency = "sync"
+  keyspace    = 100
+  clients     = 4
+  timeout     = "2s"
+}
+phase "p" {
+  duration = "12s"
+  load "we" {}
+  load "wz" {}
+  fault "kill" {
+    cluster       = cluster.e
+    target        = "leader"
+    at            = "3s"
+    restart_after = "4s"
+  }
+}
+check "only etcd elected" {
+  condition = cluster.e.phase.p.elections >= 1 && cluster.z.phase.p.elections == 0
+}
+`, dockerOpts)
+	if len(res.Clusters) != 2 {
+		t.Fatalf("%d clusters in the results", len(res.Clusters))
+	}
+	for _, c := range res.Clusters {
+		if c.Provider != plan.ProviderDocker || len(c.Resources) != 3 {
+			t.Errorf("cluster %s: provider %q, %d nodes", c.Name, c.Provider, len(c.Resources))
+		}
+		for _, r := range c.Resources {
+			if !strings.HasPrefix(r.Node, c.Name+"-n") || r.Summary.Samples == 0 {
+				t.Errorf("cluster %s: node %s, %d samples", c.Name, r.Node, r.Summary.Samples)
+			}
+		}
+	}
+	if f := failover(t, phase(t, res, "p"), 1)[0]; f.Cluster != "e" || f.TimeToLeaderMS == nil {
+		t.Errorf("the kill: cluster %q, new leader after %v", f.Cluster, f.TimeToLeaderMS)
+	}
+	for _, c := range res.Checks {
+		if !c.Passed {
+			t.Errorf("check %q: %s (observed %v)", c.Name, c.Error, c.Observed)
+		}
+	}
+	if left := leftContainers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }
