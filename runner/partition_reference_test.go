@@ -183,6 +183,12 @@ func TestPartitionMatchesKernel(t *testing.T) {
 		to90Tol  = 12.0 // seconds: the retransmission backoff a 12 s cut allows
 		raftTol  = 3.0  // seconds
 	)
+	// The first answer of a healed member waits for the client's next
+	// try: under a drop, its connection's next TCP retransmission,
+	// whose backoff reaches 6.4 s within a 12 s cut; under a reject,
+	// gRPC's next reconnect, whose interval (x1.6 per try from 1 s)
+	// is about 6.6 s by then, jittered by 20%.
+	serveTol := map[string]float64{plan.PartitionDrop: 7, plan.PartitionReject: 3}
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			src := strings.Replace(partitionAndHeal, "MODE", mode, 1)
@@ -201,6 +207,9 @@ func TestPartitionMatchesKernel(t *testing.T) {
 			// compared.
 			if mode == plan.PartitionDrop && (shaped.to90 < 0 || kernel.to90 < 0 || math.Abs(shaped.to90-kernel.to90) > to90Tol) {
 				t.Errorf("back to 90%%: shaper %.1f s, kernel %.1f s after the heal", shaped.to90, kernel.to90)
+			}
+			if shaped.firstServe < 0 || kernel.firstServe < 0 || math.Abs(shaped.firstServe-kernel.firstServe) > serveTol[mode] {
+				t.Errorf("first answer of a healed member: shaper %.1f s, kernel %.1f s after the heal", shaped.firstServe, kernel.firstServe)
 			}
 			if math.Abs(shaped.raftActive-kernel.raftActive) > raftTol {
 				t.Errorf("raft peers active again: shaper %.1f s, kernel %.1f s after the heal", shaped.raftActive, kernel.raftActive)
