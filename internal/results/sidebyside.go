@@ -15,6 +15,7 @@ import (
 // passed. Runs that lack a phase leave its row out.
 func WriteSideBySide(w io.Writer, runs []*Results) error {
 	sw := &summaryWriter{w: w}
+	runs = PerCluster(runs)
 	for _, phase := range PhaseNames(runs) {
 		sw.sideBySide(phase, runs)
 	}
@@ -22,6 +23,27 @@ func WriteSideBySide(w io.Writer, runs []*Results) error {
 		return fmt.Errorf("write comparison: %w", sw.err)
 	}
 	return nil
+}
+
+// PerCluster gives each cluster of a run with several clusters a row of
+// its own: its phases, store named with the cluster, the run's point and
+// checks. Runs of one cluster are kept as they are.
+func PerCluster(runs []*Results) []*Results {
+	var out []*Results
+	for _, r := range runs {
+		if len(r.Clusters) == 0 {
+			out = append(out, r)
+			continue
+		}
+		for _, c := range r.Clusters {
+			cr := *r
+			cr.Clusters = nil
+			cr.Phases, cr.Run, cr.Leader, cr.Resources, cr.Correctness = c.Phases, c.Run, c.Leader, c.Resources, c.Correctness
+			cr.Backend = map[string]string{"store": c.Name + ": " + c.Store, "provider": c.Provider}
+			out = append(out, &cr)
+		}
+	}
+	return out
 }
 
 // PhaseNames lists every run's phases in first-seen order.

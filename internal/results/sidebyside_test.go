@@ -43,3 +43,23 @@ func TestWriteSideBySide(t *testing.T) {
 		t.Errorf("too short:\n%s", out)
 	}
 }
+
+// A run with several clusters has a row per cluster, each with its own
+// latencies.
+func TestWriteSideBySideClusters(t *testing.T) {
+	yes, zero := true, int64(0)
+	r := Combine([]string{"etcd", "zk"}, []*Results{
+		oneCluster("etcd 3.5.17", "e", 100, 5, &yes, &zero),
+		oneCluster("zookeeper 3.8.0", "z", 50, 9, &yes, &zero),
+	})
+	r.Point = []SweepValue{{Variable: "rtt", Value: `"5ms"`}}
+	var b bytes.Buffer
+	if err := WriteSideBySide(&b, []*Results{r}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"etcd: etcd 3.5.17", "zk: zookeeper 3.8.0", "9.00"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("comparison lacks %q:\n%s", want, b.String())
+		}
+	}
+}
