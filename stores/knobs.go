@@ -37,3 +37,28 @@ type KnobProblem struct {
 	Summary string
 	Detail  string
 }
+
+// DurationKnob is a duration knob stored at field.
+func DurationKnob(name string, field func(c *plan.ClusterSpec) *plan.Duration) Knob {
+	return Knob{Name: name, Kind: KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
+		*field(c) = v.(plan.Duration)
+		return nil
+	}}
+}
+
+// Int64Knob is a whole-number (KnobInt) or size (KnobSize) knob in [min,
+// max] stored at field.
+func Int64Knob(name string, kind KnobKind, min, max int64, field func(c *plan.ClusterSpec) *int64) Knob {
+	return Knob{Name: name, Kind: kind, Min: min, Max: max, Set: func(c *plan.ClusterSpec, v any) error {
+		*field(c) = v.(int64)
+		return nil
+	}}
+}
+
+// IntKnob is a whole-number knob in [min, max] stored at an int field.
+func IntKnob(name string, min, max int64, field func(c *plan.ClusterSpec) *int) Knob {
+	return Knob{Name: name, Kind: KnobInt, Min: min, Max: max, Set: func(c *plan.ClusterSpec, v any) error {
+		*field(c) = int(v.(int64))
+		return nil
+	}}
+}

@@ -14,30 +14,12 @@ func newKnobs(c *plan.ClusterSpec) { c.Consul = &plan.ConsulKnobs{} }
 // and raft settings.
 func knobs() []stores.Knob {
 	return []stores.Knob{
-		{Name: "raft_multiplier", Kind: stores.KnobInt, Min: 1, Max: 10, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Consul.RaftMultiplier = int(v.(int64))
-			return nil
-		}},
-		{Name: "heartbeat_timeout", Kind: stores.KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Consul.HeartbeatTimeout = v.(plan.Duration)
-			return nil
-		}},
-		{Name: "election_timeout", Kind: stores.KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Consul.ElectionTimeout = v.(plan.Duration)
-			return nil
-		}},
-		{Name: "leader_lease_timeout", Kind: stores.KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Consul.LeaderLeaseTimeout = v.(plan.Duration)
-			return nil
-		}},
-		{Name: "raft_snapshot_threshold", Kind: stores.KnobInt, Min: 1, Max: 1 << 40, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Consul.RaftSnapshotThreshold = v.(int64)
-			return nil
-		}},
-		{Name: "raft_snapshot_interval", Kind: stores.KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Consul.RaftSnapshotInterval = v.(plan.Duration)
-			return nil
-		}},
+		stores.IntKnob("raft_multiplier", 1, 10, func(c *plan.ClusterSpec) *int { return &c.Consul.RaftMultiplier }),
+		stores.DurationKnob("heartbeat_timeout", func(c *plan.ClusterSpec) *plan.Duration { return &c.Consul.HeartbeatTimeout }),
+		stores.DurationKnob("election_timeout", func(c *plan.ClusterSpec) *plan.Duration { return &c.Consul.ElectionTimeout }),
+		stores.DurationKnob("leader_lease_timeout", func(c *plan.ClusterSpec) *plan.Duration { return &c.Consul.LeaderLeaseTimeout }),
+		stores.Int64Knob("raft_snapshot_threshold", stores.KnobInt, 1, 1<<40, func(c *plan.ClusterSpec) *int64 { return &c.Consul.RaftSnapshotThreshold }),
+		stores.DurationKnob("raft_snapshot_interval", func(c *plan.ClusterSpec) *plan.Duration { return &c.Consul.RaftSnapshotInterval }),
 	}
 }
 

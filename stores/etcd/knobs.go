@@ -20,26 +20,11 @@ func newKnobs(c *plan.ClusterSpec) { c.Etcd = &plan.EtcdKnobs{} }
 // knobs is the schema of the `etcd { ... }` block: server flags.
 func knobs() []stores.Knob {
 	return []stores.Knob{
-		{Name: "heartbeat_interval", Kind: stores.KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Etcd.HeartbeatInterval = v.(plan.Duration)
-			return nil
-		}},
-		{Name: "election_timeout", Kind: stores.KnobDuration, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Etcd.ElectionTimeout = v.(plan.Duration)
-			return nil
-		}},
-		{Name: "snapshot_count", Kind: stores.KnobInt, Min: 1, Max: 1 << 40, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Etcd.SnapshotCount = v.(int64)
-			return nil
-		}},
-		{Name: "quota_backend_bytes", Kind: stores.KnobSize, Min: 1, Max: 1 << 40, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Etcd.QuotaBackendBytes = v.(int64)
-			return nil
-		}},
-		{Name: "max_request_bytes", Kind: stores.KnobSize, Min: 1, Max: 1 << 31, Set: func(c *plan.ClusterSpec, v any) error {
-			c.Etcd.MaxRequestBytes = v.(int64)
-			return nil
-		}},
+		stores.DurationKnob("heartbeat_interval", func(c *plan.ClusterSpec) *plan.Duration { return &c.Etcd.HeartbeatInterval }),
+		stores.DurationKnob("election_timeout", func(c *plan.ClusterSpec) *plan.Duration { return &c.Etcd.ElectionTimeout }),
+		stores.Int64Knob("snapshot_count", stores.KnobInt, 1, 1<<40, func(c *plan.ClusterSpec) *int64 { return &c.Etcd.SnapshotCount }),
+		stores.Int64Knob("quota_backend_bytes", stores.KnobSize, 1, 1<<40, func(c *plan.ClusterSpec) *int64 { return &c.Etcd.QuotaBackendBytes }),
+		stores.Int64Knob("max_request_bytes", stores.KnobSize, 1, 1<<31, func(c *plan.ClusterSpec) *int64 { return &c.Etcd.MaxRequestBytes }),
 		// A duration keeps that much history (periodic mode); a number
 		// keeps that many revisions (revision mode).
 		{Name: "auto_compaction", Kind: stores.KnobDurationOrInt, Min: 1, Max: 1 << 40, Set: func(c *plan.ClusterSpec, v any) error {

@@ -22,26 +22,11 @@ func knobs() []stores.Knob {
 			}
 			return nil
 		}},
-		{Name: "init_limit", Kind: stores.KnobInt, Min: 1, Max: 1000, Set: func(c *plan.ClusterSpec, v any) error {
-			c.ZooKeeper.InitLimit = int(v.(int64))
-			return nil
-		}},
-		{Name: "sync_limit", Kind: stores.KnobInt, Min: 1, Max: 1000, Set: func(c *plan.ClusterSpec, v any) error {
-			c.ZooKeeper.SyncLimit = int(v.(int64))
-			return nil
-		}},
-		{Name: "snap_count", Kind: stores.KnobInt, Min: 1, Max: 1 << 40, Set: func(c *plan.ClusterSpec, v any) error {
-			c.ZooKeeper.SnapCount = v.(int64)
-			return nil
-		}},
-		{Name: "max_client_cnxns", Kind: stores.KnobInt, Min: 0, Max: 1 << 20, Set: func(c *plan.ClusterSpec, v any) error {
-			c.ZooKeeper.MaxClientCnxns = int(v.(int64))
-			return nil
-		}},
-		{Name: "jvm_heap", Kind: stores.KnobSize, Min: 32 << 20, Max: 64 << 30, Set: func(c *plan.ClusterSpec, v any) error {
-			c.ZooKeeper.JVMHeap = v.(int64)
-			return nil
-		}},
+		stores.IntKnob("init_limit", 1, 1000, func(c *plan.ClusterSpec) *int { return &c.ZooKeeper.InitLimit }),
+		stores.IntKnob("sync_limit", 1, 1000, func(c *plan.ClusterSpec) *int { return &c.ZooKeeper.SyncLimit }),
+		stores.Int64Knob("snap_count", stores.KnobInt, 1, 1<<40, func(c *plan.ClusterSpec) *int64 { return &c.ZooKeeper.SnapCount }),
+		stores.IntKnob("max_client_cnxns", 0, 1<<20, func(c *plan.ClusterSpec) *int { return &c.ZooKeeper.MaxClientCnxns }),
+		stores.Int64Knob("jvm_heap", stores.KnobSize, 32<<20, 64<<30, func(c *plan.ClusterSpec) *int64 { return &c.ZooKeeper.JVMHeap }),
 	}
 }
 
