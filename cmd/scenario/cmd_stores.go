@@ -68,7 +68,7 @@ default version is meant. Several versions live side by side.`,
 					return &exitError{code: exitInvalid, err: err}
 				}
 				if bench && drv.Benchmark == nil {
-					return &exitError{code: exitInvalid, err: fmt.Errorf("--benchmark: %s has no benchmark tool to build (%s)", store, arg)}
+					return &exitError{code: exitInvalid, err: fmt.Errorf("--benchmark: %s has no benchmark tool to build", arg)}
 				}
 				reqs = append(reqs, request{arg, version, drv})
 			}
