@@ -7,7 +7,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 .PHONY: build run test test-unit test-integration bench fuzz vet fmt clean
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/scenario
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/scenario
 
 # Runs examples/etcd-smoke.hcl against a real 3-node etcd (built from its Go
 # module into ~/.cache/scenario on first use, about a minute).
@@ -19,10 +19,10 @@ run: build
 test: vet test-unit test-integration
 
 test-unit:
-	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$)
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$ -e /runner/kube -e /runner/worker)
 
 test-integration:
-	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./stores/zookeeper/ ./stores/consul/ ./runner/process/ ./runner/container/ ./images/ ./fabric/ ./runner/ ./cmd/scenario/
+	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./stores/zookeeper/ ./stores/consul/ ./runner/process/ ./runner/container/ ./images/ ./fabric/ ./runner/worker/ ./runner/kube/ ./runner/ ./cmd/scenario/
 
 # Benchmarks: our closed-loop engine against etcd's own benchmark tool on one
 # cluster, reported as ratios.

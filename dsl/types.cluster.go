@@ -105,12 +105,12 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 		}
 	}
 	if attr, ok := a["provider"]; ok {
-		c.Spec.Provider, _ = d.oneOf(attr, []string{plan.ProviderProcess, plan.ProviderDocker})
+		c.Spec.Provider, _ = d.oneOf(attr, plan.Providers)
 	}
 	if attr, ok := a["binary"]; ok {
 		c.Spec.Binary, _ = d.str(attr)
-		if c.Spec.Provider == plan.ProviderDocker {
-			d.errorf(attr.NameRange, "Binary with the docker provider", "`binary` names a server on this machine, for provider = %q. In containers the store runs from `image` (by default the official image of the store and version): remove `binary`, or set `image`.", plan.ProviderProcess)
+		if p := c.Spec.Provider; p == plan.ProviderDocker || p == plan.ProviderKubernetes {
+			d.errorf(attr.NameRange, "Binary with the "+p+" provider", "`binary` names a server on this machine, for provider = %q. In containers the store runs from `image` (by default the official image of the store and version): remove `binary`, or set `image`.", plan.ProviderProcess)
 		}
 	}
 	if attr, ok := a["image"]; ok {

@@ -19,8 +19,12 @@ var workloadSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: bloc
 	{Name: "key_size"}, {Name: "value_size"}, {Name: "keyspace"}, {Name: "key_prefix"},
 	{Name: "distribution"}, {Name: "zipf_s"}, {Name: "seed"},
 	{Name: "clients"}, {Name: "conns"}, {Name: "timeout"}, {Name: "range_limit"}, {Name: "preload"},
-	{Name: "endpoints"},
+	{Name: "endpoints"}, {Name: "workers"},
 }}
+
+// maxWorkers bounds a workload's load workers (kubernetes provider): each
+// takes a block of workload.IDStride generator ids.
+const maxWorkers = 64
 
 // Workload defaults, chosen to be light enough for a laptop.
 const (
@@ -124,6 +128,9 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 			w.Spec.Preload, _ = d.boolean(attr)
 		case "endpoints":
 			w.Spec.Endpoints, _ = d.oneOf(attr, []string{plan.EndpointsAll, plan.EndpointsLocal})
+		case "workers":
+			n, _ := d.integer(attr, 1, maxWorkers)
+			w.Spec.Workers = int(n)
 		}
 	}
 	if w.Spec.Distribution == plan.DistZipfian && w.Spec.ZipfS == 0 {

@@ -71,6 +71,7 @@ workload "writers" {
   conns       = 4
   timeout     = "3s"
   endpoints   = "local" # connect to the member in us-east, which forwards to the leader; "all" spreads over every member
+  workers     = 2       # with provider "kubernetes": two load-worker pods share the clients and rate; other providers load from the runner
 }
 
 phase "warmup" {

@@ -46,9 +46,13 @@ const (
 
 // Provider names.
 const (
-	ProviderProcess = "process"
-	ProviderDocker  = "docker"
+	ProviderProcess    = "process"
+	ProviderDocker     = "docker"
+	ProviderKubernetes = "kubernetes"
 )
+
+// Providers are every provider's name, in the order messages list them.
+var Providers = []string{ProviderProcess, ProviderDocker, ProviderKubernetes}
 
 // ClusterSpec is a resolved cluster block.
 type ClusterSpec struct {
@@ -219,6 +223,10 @@ type WorkloadSpec struct {
 	// Client is the clients' declared connection behaviour; zero fields
 	// are the client library's defaults.
 	Client ClientSpec `json:"client"`
+	// Workers is how many load workers share the workload's clients and
+	// rate with the kubernetes provider, each in a pod of its own; 0
+	// means one. Other providers run the workload in the runner.
+	Workers int `json:"workers,omitempty"`
 }
 
 // Workload endpoint choices.

@@ -55,12 +55,18 @@ func (c *clusterRun) newRecorder() *checker.Recorder {
 // engine's times are moved onto one clock, the run's epoch, so that preload
 // writes and timeline operations order correctly.
 func (c *clusterRun) recordHistory(w string, base time.Time) workload.Option {
+	return workload.WithHistory(c.historyFunc(w, base))
+}
+
+// historyFunc records workload w's operations whose times are offsets
+// from base.
+func (c *clusterRun) historyFunc(w string, base time.Time) func(workload.HistoryOp) {
 	shift := base.Sub(c.x.epoch)
-	return workload.WithHistory(func(op workload.HistoryOp) {
+	return func(op workload.HistoryOp) {
 		op.Call += shift
 		op.Return += shift
 		c.rec.Record(w, op)
-	})
+	}
 }
 
 // checkCorrectness waits for the cluster to be whole again, then checks the

@@ -41,6 +41,7 @@ type netHost struct {
 	cluster  string // the node's cluster; "" for client and observer hosts
 	node     int    // 1-based node index in its cluster; 0 for client and observer hosts
 	observer bool
+	attach   int // a process whose network namespace is the host's (a load worker's pod); 0 for one of the fabric's
 }
 
 // netFault is a network or partition fault in effect.
@@ -64,6 +65,11 @@ func (x *execution) fabricHosts() []netHost {
 		if !seen[w.Region] {
 			seen[w.Region] = true
 			hs = append(hs, netHost{name: clientHost(w.Region), region: w.Region})
+		}
+	}
+	for _, c := range x.clusters {
+		if k, ok := c.prov.(*kubeProvider); ok {
+			hs = append(hs, k.workerHosts()...)
 		}
 	}
 	return append(hs, netHost{name: observerHost, observer: true})

@@ -135,7 +135,10 @@ func (c *clusterRun) startPlay() error {
 	}
 	c.poller = pl
 	c.coll = metrics.NewCollector(c.plan.Phases, c.plan.Workloads, c.x.base)
-	c.engines = map[string]*workload.Engine{}
+	c.engines = map[string]loadRunner{}
+	if k, ok := c.prov.(*kubeProvider); ok {
+		return c.startWorkers(k)
+	}
 	for _, w := range c.plan.Workloads {
 		eng, err := workload.New(w, c.clients[w.Name], c.coll.NewSink, c.x.base,
 			workload.WithLogger(c.log), c.recordHistory(w.Name, c.x.base))
@@ -148,7 +151,7 @@ func (c *clusterRun) startPlay() error {
 }
 
 // engine is the workload engine named w, in whichever cluster runs it.
-func (x *execution) engine(w string) *workload.Engine {
+func (x *execution) engine(w string) loadRunner {
 	for _, c := range x.clusters {
 		if eng, ok := c.engines[w]; ok {
 			return eng

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/coordlab/scenario/fabric"
@@ -37,9 +38,9 @@ func withProvider(pl *plan.Plan, provider string) (*plan.Plan, error) {
 	switch provider {
 	case "":
 		return pl, nil
-	case plan.ProviderProcess, plan.ProviderDocker:
+	case plan.ProviderProcess, plan.ProviderDocker, plan.ProviderKubernetes:
 	default:
-		return nil, &UnsupportedError{Features: []string{fmt.Sprintf("provider %q (want %q or %q)", provider, plan.ProviderProcess, plan.ProviderDocker)}}
+		return nil, &UnsupportedError{Features: []string{fmt.Sprintf("provider %q (want one of %s)", provider, strings.Join(plan.Providers, ", "))}}
 	}
 	p := *pl
 	p.Clusters = slices.Clone(pl.Clusters)
@@ -75,8 +76,11 @@ type provider interface {
 
 // newProvider returns the provider a cluster names.
 func newProvider(c *clusterRun) provider {
-	if c.spec.Provider == plan.ProviderDocker {
+	switch c.spec.Provider {
+	case plan.ProviderDocker:
 		return &dockerProvider{c: c}
+	case plan.ProviderKubernetes:
+		return &kubeProvider{c: c}
 	}
 	return processProvider{}
 }

@@ -21,9 +21,9 @@ import (
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/checker"
 	"github.com/coordlab/scenario/runner/container"
+	"github.com/coordlab/scenario/runner/kube"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
-	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/registry"
 )
@@ -65,6 +65,8 @@ type Options struct {
 	// Provider runs every cluster with this provider (plan.ProviderProcess
 	// or plan.ProviderDocker) whatever the plan says; "" keeps the plan's.
 	Provider string
+	// Kube configures the kubernetes provider.
+	Kube KubeOptions
 	// Report, if set, draws a report of the results into OutDir (the CLI
 	// passes report.WriteInto) before results.json is written, from the
 	// interval logs in hlogDir. Its failure is noted in the results, not
@@ -137,6 +139,7 @@ type execution struct {
 
 	proc     *process.Run
 	docker   *dockerRun     // the run's containers, made by the first docker cluster
+	kube     *kube.Run      // the run's namespace, made by the first kubernetes cluster
 	fab      *fabric.Fabric // nil when the run needs no network shaping
 	net      *network
 	clusters []*clusterRun
@@ -167,7 +170,8 @@ type clusterRun struct {
 	clients map[string]stores.Client
 
 	coll    *metrics.Collector
-	engines map[string]*workload.Engine
+	engines map[string]loadRunner
+	remotes []*remoteWorker // load workers away from the runner (kubernetes)
 	poller  stores.Poller
 	faults  *faultDriver
 	rec     *checker.Recorder
@@ -284,8 +288,14 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		defer cancel()
 		for _, c := range x.clusters {
 			c.closeClients()
+			c.closeWorkers()
 		}
 		// Containers before the run directory their volumes point into.
+		if x.kube != nil {
+			if cerr := x.kube.Close(tctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("teardown of run %s: kubernetes: %w", x.proc.ID(), cerr))
+			}
+		}
 		if cerr := x.docker.close(tctx); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown of run %s: %w", x.proc.ID(), cerr))
 		}
@@ -352,6 +362,9 @@ func (x *execution) startFabric(ctx context.Context) error {
 		specs[i] = fabric.HostSpec{Name: h.name, Region: h.region}
 		if h.node > 0 {
 			specs[i].AttachPID = x.cluster(h.cluster).prov.namespacePID(h.node)
+		}
+		if h.attach > 0 {
+			specs[i].AttachPID = h.attach
 		}
 	}
 	fab, err := fabric.New(ctx, specs, fabric.Options{

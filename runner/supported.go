@@ -38,6 +38,16 @@ func checkSupported(p *plan.Plan, netAvailable func() error) error {
 			missing = append(missing, "network shaping and partitions (the network block or network/partition faults): "+err.Error())
 		}
 	}
+	kubeClusters := map[string]bool{}
+	for _, c := range p.Clusters {
+		kubeClusters[c.Name] = c.Provider == plan.ProviderKubernetes
+	}
+	for _, e := range p.Events {
+		if e.Kind == plan.EventFaultInject && e.Fault.Kind == plan.FaultDisk && kubeClusters[e.Fault.Cluster] {
+			missing = append(missing, fmt.Sprintf("disk faults with the kubernetes provider (fault %q): a competing writer in the pod's volume is not built yet", e.Fault.ID))
+			break
+		}
+	}
 	seen := map[string]bool{}
 	for _, e := range p.Events {
 		if e.Kind != plan.EventFaultInject || faultImplemented(e.Fault.Kind) || seen[e.Fault.Kind] {

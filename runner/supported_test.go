@@ -49,6 +49,14 @@ phase "p" {
     target = "leader"
   }
 }`, avail: noRoot, want: []string{"need root"}},
+		{name: "a disk fault on a kubernetes cluster is refused", src: strings.Replace(cluster, `nodes = 3`, `nodes = 3
+  provider = "kubernetes"`, 1) + `phase "p" {
+  duration = "2s"
+  load "w" {}
+  fault "disk" {
+    target = "leader"
+  }
+}`, avail: ok, want: []string{"disk faults with the kubernetes provider"}},
 		{name: "shaping with root runs", src: cluster + `network {
   default {
     rtt = "10ms"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -80,6 +81,34 @@ debootstrap (apt-get install debootstrap).`,
 	}
 	build.Flags().BoolVar(&force, "force", false, "build images again even when their tags exist")
 	cmd.AddCommand(build)
+
+	cmd.AddCommand(&cobra.Command{
+		Use:   "agent",
+		Short: "Build the kubernetes provider's agent image (" + images.AgentRepo + ":VERSION) from this binary",
+		Long: `Build the image the kubernetes provider's pods take the agent from: this
+program alone, FROM scratch, tagged ` + images.AgentRepo + `:` + version + `. The binary must be
+static (make build makes it so). Push it to a registry your cluster pulls
+from, or load it into the cluster's runtime, and name it with --agent-image.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return &exitError{code: exitInfra, err: err}
+			}
+			cli, err := images.NewClient()
+			if err != nil {
+				return &exitError{code: exitInfra, err: err}
+			}
+			defer cli.Close()
+			holdResources(cmd.Context())
+			r, err := images.BuildAgent(cmd.Context(), cli, images.AgentImage(version), self, cmd.ErrOrStderr())
+			if err != nil {
+				return &exitError{code: exitInfra, err: fmt.Errorf("images agent: %w", err)}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: built (%s)\n", r.Tag, images.HumanSize(r.Size))
+			return nil
+		},
+	})
 
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",

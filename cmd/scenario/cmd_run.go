@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
+	"github.com/coordlab/scenario/images"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/internal/safefile"
 	"github.com/coordlab/scenario/plan"
@@ -22,16 +25,18 @@ import (
 )
 
 type runFlags struct {
-	vars        varFlags
-	out         string
-	keep        bool
-	abortOnFail bool
-	stateDir    string
-	cacheDir    string
-	provider    string
-	verbose     bool
-	overwrite   bool
-	network     string
+	vars                                                 varFlags
+	out                                                  string
+	keep                                                 bool
+	abortOnFail                                          bool
+	stateDir                                             string
+	cacheDir                                             string
+	provider                                             string
+	kubeconfig, kubeContext, agentImage, kubeRegionLabel string
+	kubeAllowNonTest                                     bool
+	verbose                                              bool
+	overwrite                                            bool
+	network                                              string
 }
 
 func newRunCommand() *cobra.Command {
@@ -64,7 +69,12 @@ comparison.txt and sweep.html.
 	fl.BoolVar(&f.abortOnFail, "abort-on-fail", false, "stop at the end of the first phase after which a check marked abort_on_fail fails")
 	fl.StringVar(&f.stateDir, "state-dir", "", "where run workspaces live (default $XDG_RUNTIME_DIR/scenario or /tmp/scenario-<uid>)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where store binaries are kept (default $XDG_CACHE_HOME/scenario/stores)")
-	fl.StringVar(&f.provider, "provider", "", "run every cluster as \"process\" or \"docker\" whatever the file says (docker needs 'scenario images build' first where no registry is reachable)")
+	fl.StringVar(&f.provider, "provider", "", "run every cluster as \"process\", \"docker\" or \"kubernetes\" whatever the file says (docker needs 'scenario images build' first where no registry is reachable; kubernetes needs KUBECONFIG and the agent image, see 'scenario images agent')")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the kubernetes provider (default $KUBECONFIG, then ~/.kube/config)")
+	fl.StringVar(&f.kubeContext, "kube-context", "", "kubeconfig context for the kubernetes provider (default the current one, which must look like a test cluster)")
+	fl.BoolVar(&f.kubeAllowNonTest, "kube-allow-nontest", false, "let --kube-context name a cluster that does not look like a test cluster")
+	fl.StringVar(&f.agentImage, "agent-image", "", "the kubernetes provider's agent image (default "+images.AgentRepo+":<this version>, made by 'scenario images agent')")
+	fl.StringVar(&f.kubeRegionLabel, "kube-region-label", "", "place each node's pod on a Kubernetes node whose label of this name is the node's region (e.g. topology.kubernetes.io/region); default anywhere")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace the results of an earlier run in --out (refused otherwise)")
 	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (userspace, shapes and cuts) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
@@ -75,9 +85,9 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 	// Everything that can be checked before a cluster starts is checked
 	// first: a mistake found after the timeline has played costs minutes.
 	switch f.provider {
-	case "", plan.ProviderProcess, plan.ProviderDocker:
+	case "", plan.ProviderProcess, plan.ProviderDocker, plan.ProviderKubernetes:
 	default:
-		return &exitError{code: exitInvalid, err: fmt.Errorf("--provider %q: unknown provider; write %s or %s", f.provider, plan.ProviderProcess, plan.ProviderDocker)}
+		return &exitError{code: exitInvalid, err: fmt.Errorf("--provider %q: unknown provider; write one of %s", f.provider, strings.Join(plan.Providers, ", "))}
 	}
 	var network string
 	switch f.network {
@@ -97,6 +107,13 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// client-go logs through klog, to stderr by default, errors included
+	// for every exec stream that closes as it ends: only with --verbose.
+	klogger := slog.New(slog.DiscardHandler)
+	if f.verbose {
+		klogger = logger
+	}
+	klog.SetSlogLogger(klogger)
 	out := f.out
 	if out == "" {
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
@@ -128,8 +145,10 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 			Progress:     stderr,
 			Live:         isTerminal(stderr),
 			Provider:     f.provider,
-			Network:      network,
-			Report:       report.WriteInto,
+			Kube: runner.KubeOptions{Kubeconfig: f.kubeconfig, Context: f.kubeContext, AllowNonTest: f.kubeAllowNonTest,
+				AgentImage: cmp.Or(f.agentImage, images.AgentImage(version)), RegionLabel: f.kubeRegionLabel},
+			Network: network,
+			Report:  report.WriteInto,
 		})
 		if res != nil {
 			// Results exist even when a fault could not be applied: show

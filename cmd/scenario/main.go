@@ -146,6 +146,8 @@ availability, failover time and correctness.
 		newCompareCommand(),
 		newReportCommand(),
 		newVersionCommand(),
+		newAgentCommand(),
+		newWorkerCommand(),
 	)
 	return root
 }

@@ -63,6 +63,7 @@ func (s *Stats) add(o Stats) {
 type Option func(*options)
 
 type options struct {
+	firstID  int
 	history  func(HistoryOp)
 	progress func(done, total int64)
 	late     time.Duration
@@ -81,6 +82,11 @@ func WithProgress(fn func(done, total int64)) Option { return func(o *options) {
 // WithLateThreshold sets how late an open-loop send may be before it counts
 // as a late start (default DefaultLateThreshold).
 func WithLateThreshold(d time.Duration) Option { return func(o *options) { o.late = d } }
+
+// WithFirstID makes the engine's generator ids start at id, so that
+// engines of one workload on several machines never share a writer id
+// (value tags) or a history client id.
+func WithFirstID(id int) Option { return func(o *options) { o.firstID = id } }
 
 // WithLogger sets where the engine logs; by default it is silent.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
@@ -136,6 +142,10 @@ func New(spec plan.WorkloadSpec, client stores.Client, newSink func() metrics.Si
 	if e.opts.log == nil {
 		e.opts.log = slog.New(slog.DiscardHandler)
 	}
+	if e.opts.firstID < 0 || e.opts.firstID+spec.Clients >= PreloadWriter {
+		return nil, fmt.Errorf("workload %q: first generator id %d out of range", spec.Name, e.opts.firstID)
+	}
+	e.slots.next = e.opts.firstID
 	return e, nil
 }
 

@@ -89,7 +89,7 @@ func Install(ctx context.Context, cacheDir string, t Target, progress io.Writer)
 		return "", fmt.Errorf("install %s %s: %w", t.Name, t.Version, err)
 	}
 	lockPath := filepath.Join(dir, "."+t.Name+".lock")
-	unlock, err := lockFile(ctx, lockPath, func() {
+	unlock, err := LockFile(ctx, lockPath, func() {
 		fmt.Fprintf(progress, "waiting for another build of %s %s to finish...\n", t.Name, t.Version)
 	})
 	if err != nil {

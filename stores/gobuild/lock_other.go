@@ -4,8 +4,8 @@ package gobuild
 
 import "context"
 
-// lockFile does nothing where flock is not available: concurrent installs
+// LockFile does nothing where flock is not available: concurrent installs
 // may then build twice, and the atomic rename still leaves one whole binary.
-func lockFile(ctx context.Context, path string, waiting func()) (unlock func(), err error) {
+func LockFile(ctx context.Context, path string, waiting func()) (unlock func(), err error) {
 	return func() {}, ctx.Err()
 }

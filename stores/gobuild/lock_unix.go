@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive flock on path, polling so that ctx can cancel
+// LockFile takes an exclusive flock on path, polling so that ctx can cancel
 // the wait, and calls waiting once if someone else holds it. flock locks
 // belong to an open file description, so they exclude other goroutines of
 // this process as well as other processes, and the kernel drops them when a
 // holder dies.
-func lockFile(ctx context.Context, path string, waiting func()) (unlock func(), err error) {
+func LockFile(ctx context.Context, path string, waiting func()) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)

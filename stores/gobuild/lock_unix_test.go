@@ -10,18 +10,18 @@ import (
 
 func TestLockExcludes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lock")
-	unlock, err := lockFile(context.Background(), path, func() {})
+	unlock, err := LockFile(context.Background(), path, func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	waited := false
-	_, err = lockFile(ctx, path, func() { waited = true; cancel() })
+	_, err = LockFile(ctx, path, func() { waited = true; cancel() })
 	if err == nil || !waited {
 		t.Fatalf("second lock: err=%v waited=%v; want it to wait and give up on cancel", err, waited)
 	}
 	unlock()
-	unlock2, err := lockFile(context.Background(), path, func() { t.Error("waited for a free lock") })
+	unlock2, err := LockFile(context.Background(), path, func() { t.Error("waited for a free lock") })
 	if err != nil {
 		t.Fatal(err)
 	}
