@@ -2,6 +2,7 @@ package runner
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/coordlab/scenario/images"
@@ -30,7 +31,9 @@ func kubeOpts(t *testing.T, stores ...string) Options {
 func TestKubeEtcd(t *testing.T) {
 	needFabric(t)
 	opts := kubeOpts(t, plan.StoreEtcd)
-	res := runScenarioWith(t, geoCluster+`
+	// Two load workers share the clients and the rate.
+	twoWorkers := strings.Replace(geoCluster, `timeout     = "3s"`, "timeout     = \"3s\"\n  workers     = 2", 1)
+	res := runScenarioWith(t, twoWorkers+`
 phase "steady" {
   duration = "10s"
   load "w" {
@@ -78,6 +81,14 @@ phase "partition" {
 		t.Errorf("provider %q, want kubernetes", res.Backend["provider"])
 	}
 	checkGeoLatency(t, res, "steady")
+	// 20 puts a second for 10 s, from two workers together.
+	if st := phase(t, res, "steady").Total; st.Count < 180 || st.Count > 220 {
+		t.Errorf("steady phase: %d operations from two workers, want about 200", st.Count)
+	}
+	// Both workers' histories, on one clock, check as linearizable.
+	if c := res.Correctness; c == nil || c.Linearizable == nil || !*c.Linearizable || c.LostWrites == nil || *c.LostWrites != 0 {
+		t.Errorf("correctness with two workers: %+v", res.Correctness)
+	}
 	f := failover(t, phase(t, res, "kill"), 1)[0]
 	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > 6000 {
 		t.Errorf("leader kill: new leader after %s ms, want within 6 s", fmtOpt(f.TimeToLeaderMS))
@@ -129,7 +140,7 @@ phase "kill" {
 			if f.RecoveredMS == nil {
 				t.Errorf("the killed leader never served again")
 			}
-			t.Logf("%s leader kill in pods: new leader after %s ms, first write after %s ms", sc.store, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
+			t.Logf("%s leader kill in pods: new leader after %s ms, first write after %s ms, applied %s ms late", sc.store, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS), fmtOpt(f.LagMS))
 		})
 	}
 }

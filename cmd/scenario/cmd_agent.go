@@ -36,9 +36,16 @@ func newAgentCommand() *cobra.Command {
 	var stopGrace time.Duration
 	ctl := &cobra.Command{
 		Use:   "ctl SOCKET VERB [-- COMMAND...]",
-		Short: "Ask the agent at SOCKET to start (COMMAND), kill, stop, pause, resume, report status, or watch; VERB - reads a JSON request from stdin",
+		Short: "Ask the agent at SOCKET to start (COMMAND), kill, stop, pause, resume, report status, or watch; VERB - reads a JSON request from stdin; session serves requests on stdin and events and replies on stdout",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[1] == "session" {
+				// Requests on stdin, events and replies on stdout.
+				if err := podagent.Session(cmd.Context(), args[0], cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+					return &exitError{code: exitInfra, err: fmt.Errorf("agent session: %w", err)}
+				}
+				return nil
+			}
 			req := podagent.Request{Verb: args[1], Argv: args[2:], Grace: stopGrace}
 			if args[1] == "-" {
 				req = podagent.Request{}

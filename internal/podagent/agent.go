@@ -366,3 +366,71 @@ func Pause(ctx context.Context) {
 
 // FormatGrace spells a grace for the command line.
 func FormatGrace(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
+
+// SessionLine is one line of a session's output: an event of the watch,
+// or the reply to the request with ID.
+type SessionLine struct {
+	ID    int    `json:"id,omitempty"`
+	Reply *Event `json:"reply,omitempty"`
+	Event *Event `json:"event,omitempty"`
+}
+
+// SessionRequest is one line of a session's input.
+type SessionRequest struct {
+	ID      int     `json:"id"`
+	Request Request `json:"request"`
+}
+
+// Session serves a runner over one long-lived stream (an exec's stdin and
+// stdout), so that a fault costs a line each way rather than an exec: it
+// writes every event of the watch, and answers each request read from in
+// with a reply carrying its ID, until in ends or ctx does.
+func Session(ctx context.Context, socket string, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	enc := json.NewEncoder(out)
+	write := func(l SessionLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(l)
+	}
+	watchDone := make(chan error, 1)
+	go func() {
+		pr, pw := io.Pipe()
+		go func() {
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				if e, err := ParseEvent(sc.Text()); err == nil {
+					write(SessionLine{Event: &e})
+				}
+			}
+		}()
+		err := Ctl(ctx, socket, Request{Verb: "watch"}, pw)
+		pw.Close()
+		watchDone <- err
+	}()
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 32<<20) // a start carries configuration files
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for sc.Scan() {
+		var r SessionRequest
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			write(SessionLine{Reply: &Event{State: "error", Error: "bad request: " + err.Error()}})
+			continue
+		}
+		wg.Go(func() {
+			var buf strings.Builder
+			err := Ctl(ctx, socket, r.Request, &buf)
+			e, perr := ParseEvent(buf.String())
+			if perr != nil {
+				e = Event{State: "error", Error: fmt.Sprintf("%v", err)}
+			}
+			write(SessionLine{ID: r.ID, Reply: &e})
+		})
+	}
+	cancel()
+	<-watchDone
+	return sc.Err()
+}

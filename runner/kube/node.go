@@ -74,6 +74,7 @@ type Node struct {
 	pid      int // the store's pid inside the pod
 	exited   chan struct{}
 	last     *podagent.Event
+	sess     session
 	cancel   context.CancelFunc // ends the watch and the log follower
 	bg       sync.WaitGroup
 	watchErr error
@@ -117,7 +118,8 @@ func (r *Run) AddNode(ctx context.Context, name string, spec NodeSpec) (*Node, e
 	if err != nil {
 		return nil, fmt.Errorf("create pod for node %s: %w", name, err)
 	}
-	n := &Node{run: r, name: name, pod: created.Name, spec: spec, uid: string(created.UID), exited: closedChan()}
+	n := &Node{run: r, name: name, pod: created.Name, spec: spec, uid: string(created.UID), exited: closedChan(),
+		sess: session{waiting: map[int]chan podagent.Event{}}}
 	r.mu.Lock()
 	r.nodes = append(r.nodes, n)
 	r.mu.Unlock()
@@ -271,10 +273,19 @@ func (n *Node) exec(ctx context.Context, in io.Reader, out io.Writer, command ..
 	return n.run.exec(ctx, n.pod, storeCtr, in, out, command...)
 }
 
-// call sends one request to the agent and returns its answer.
+// call sends one request to the agent and returns its answer: over the
+// session when it runs, else through an exec of its own.
 func (n *Node) call(ctx context.Context, req podagent.Request) (podagent.Event, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	if e, err := n.sess.request(ctx, req); !errors.Is(err, errNoSession) {
+		if err == nil && e.State == "error" {
+			err = fmt.Errorf("%s node %s: %s", req.Verb, n.name, e.Error)
+		} else if err != nil {
+			err = fmt.Errorf("%s node %s (pod %s/%s): %w", req.Verb, n.name, n.run.ns, n.pod, err)
+		}
+		return e, err
+	}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return podagent.Event{}, err
@@ -312,28 +323,123 @@ func (n *Node) waitAgent(ctx context.Context) error {
 	}
 }
 
-// watch follows the agent's events for the life of the node: the one
-// way an exit nobody asked for becomes known.
+// session keeps one exec stream open to the agent for the life of the
+// node: its events (the one way an exit nobody asked for becomes known),
+// and requests answered in a few milliseconds where an exec of their own
+// takes hundreds (a fault's lag).
+type session struct {
+	mu      sync.Mutex
+	in      io.Writer // nil while no session runs
+	next    int
+	waiting map[int]chan podagent.Event
+}
+
+// errNoSession sends a request through an exec of its own instead.
+var errNoSession = errors.New("no agent session")
+
+// request sends req over the session and waits for its reply.
+func (s *session) request(ctx context.Context, req podagent.Request) (podagent.Event, error) {
+	s.mu.Lock()
+	if s.in == nil {
+		s.mu.Unlock()
+		return podagent.Event{}, errNoSession
+	}
+	s.next++
+	id := s.next
+	ch := make(chan podagent.Event, 1)
+	s.waiting[id] = ch
+	b, err := json.Marshal(podagent.SessionRequest{ID: id, Request: req})
+	if err == nil {
+		_, err = s.in.Write(append(b, '\n'))
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.forget(id)
+		return podagent.Event{}, errNoSession
+	}
+	select {
+	case e, ok := <-ch:
+		if !ok {
+			return podagent.Event{}, errNoSession
+		}
+		return e, nil
+	case <-ctx.Done():
+		s.forget(id)
+		return podagent.Event{}, ctx.Err()
+	}
+}
+
+func (s *session) forget(id int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.waiting, id)
+}
+
+func (s *session) deliver(id int, e podagent.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.waiting[id]; ok {
+		ch <- e
+		delete(s.waiting, id)
+	}
+}
+
+// attach makes in the session's input once the agent has spoken; detach
+// ends it, failing the requests in flight over to their own execs.
+func (s *session) attach(in io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.in = in
+}
+
+func (s *session) detach() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.in = nil
+	for id, ch := range s.waiting {
+		close(ch)
+		delete(s.waiting, id)
+	}
+}
+
+// watch runs the agent session for the life of the node, starting it
+// again if the stream breaks.
 func (n *Node) watch(ctx context.Context) {
 	defer n.bg.Done()
 	for ctx.Err() == nil {
-		pr, pw := io.Pipe()
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
 		go func() {
-			sc := bufio.NewScanner(pr)
+			sc := bufio.NewScanner(outR)
+			attached := false
 			for sc.Scan() {
-				if e, err := podagent.ParseEvent(sc.Text()); err == nil {
-					n.observe(e)
+				var l podagent.SessionLine
+				if json.Unmarshal(sc.Bytes(), &l) != nil {
+					continue
+				}
+				switch {
+				case l.Event != nil:
+					if !attached {
+						// The watch's first event: the stream is up.
+						n.sess.attach(inW)
+						attached = true
+					}
+					n.observe(*l.Event)
+				case l.Reply != nil:
+					n.sess.deliver(l.ID, *l.Reply)
 				}
 			}
-			_, _ = io.Copy(io.Discard, pr)
+			_, _ = io.Copy(io.Discard, outR)
 		}()
-		err := n.exec(ctx, nil, pw, agentBin, "agent", "ctl", agentSocket, "watch")
-		pw.Close()
+		err := n.exec(ctx, inR, outW, agentBin, "agent", "ctl", agentSocket, "session")
+		n.sess.detach()
+		inW.Close()
+		outW.Close()
 		if ctx.Err() == nil {
 			n.mu.Lock()
 			n.watchErr = err
 			n.mu.Unlock()
-			n.run.log.Warn("agent watch ended; watching again", "node", n.name, "err", err)
+			n.run.log.Warn("agent session ended; starting another", "node", n.name, "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):

@@ -1,0 +1,103 @@
+package podagent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSession drives a real agent supervising sleep through a session:
+// replies carry their request's id, and the watch's events arrive on the
+// same stream, an exit nobody asked for included.
+func TestSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sock := filepath.Join(t.TempDir(), "a.sock")
+	a := New(io.Discard)
+	served := make(chan error, 1)
+	sctx, stop := context.WithCancel(ctx)
+	go func() { served <- a.Serve(sctx, sock, time.Second) }()
+	for range 100 {
+		if err := Ctl(ctx, sock, Request{Verb: "status"}, io.Discard); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- Session(ctx, sock, inR, outW); outW.Close() }()
+	lines := make(chan SessionLine, 100)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var l SessionLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Errorf("session wrote %q: %v", sc.Text(), err)
+			}
+			lines <- l
+		}
+		close(lines)
+	}()
+	send := func(id int, r Request) {
+		b, _ := json.Marshal(SessionRequest{ID: id, Request: r})
+		if _, err := inW.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// next waits for a line that f accepts, skipping others.
+	next := func(what string, f func(SessionLine) bool) SessionLine {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("session ended waiting for %s", what)
+				}
+				if f(l) {
+					return l
+				}
+			case <-ctx.Done():
+				t.Fatalf("no %s", what)
+			}
+		}
+	}
+	next("the current state", func(l SessionLine) bool { return l.Event != nil && l.Event.State == "stopped" })
+	send(1, Request{Verb: "start", Argv: []string{"sleep", "30"}})
+	r := next("start's reply", func(l SessionLine) bool { return l.Reply != nil })
+	if r.ID != 1 || r.Reply.State != "running" || r.Reply.PID == 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	pid := r.Reply.PID
+	send(2, Request{Verb: "bogus"})
+	if r := next("bogus's reply", func(l SessionLine) bool { return l.Reply != nil }); r.ID != 2 || r.Reply.State != "error" {
+		t.Fatalf("bogus: %+v %+v", r, r.Reply)
+	}
+	send(3, Request{Verb: "kill"})
+	// The exit's event and the kill's reply, in either order.
+	var reply, exit *Event
+	next("kill's reply and the exit event", func(l SessionLine) bool {
+		switch {
+		case l.Reply != nil && l.ID == 3:
+			reply = l.Reply
+		case l.Event != nil && l.Event.State == "exited":
+			exit = l.Event
+		}
+		return reply != nil && exit != nil
+	})
+	if reply.State != "exited" || !reply.Expected || exit.PID != pid {
+		t.Fatalf("kill: reply %+v, exit event %+v (pid %d)", reply, exit, pid)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
