@@ -1,11 +1,13 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"debug/elf"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/moby/moby/client"
 )
@@ -56,7 +58,8 @@ func BuildAgent(ctx context.Context, cli *client.Client, tag, binary string, pro
 	}
 	defer os.RemoveAll(empty)
 	b := builder{cli: cli, opts: BuildOptions{Progress: progress}}
-	chg := append(changes(nil, map[string]string{LabelBuiltBy: BuiltBy, LabelStore: "agent"}),
+	_, version, _ := strings.Cut(tag, ":")
+	chg := append(changes(nil, map[string]string{LabelBuiltBy: BuiltBy, LabelStore: "agent", LabelVersion: cmp.Or(version, "latest")}),
 		`ENTRYPOINT ["/scenario"]`, `CMD ["agent", "pause"]`)
 	return b.importImage(ctx, tag, empty, []entry{{name: "/tmp", dir: true, mode: 0o1777}, file("/scenario", binary)}, chg)
 }
