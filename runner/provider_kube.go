@@ -86,7 +86,8 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 		})
 	}
 	// The load workers' pods, beside the nodes'.
-	var wmu sync.Mutex
+	var wmu sync.Mutex // guards werrs and the workers map's slices
+	var werrs []error
 	k.workers = map[string][]*kube.Worker{}
 	for _, w := range k.c.plan.Workloads {
 		n := workerCount(w)
@@ -97,7 +98,7 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 				wmu.Lock()
 				defer wmu.Unlock()
 				if err != nil {
-					errs = append(errs, infra("", err))
+					werrs = append(werrs, infra("", err))
 					return
 				}
 				k.workers[w.Name][i] = p
@@ -105,7 +106,7 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 		}
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, werrs...)...); err != nil {
 		return err
 	}
 	if needsFabric(x.plan) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -36,21 +37,36 @@ func (r *Run) exec(ctx context.Context, pod, container string, in io.Reader, out
 	if out == nil {
 		out = io.Discard
 	}
-	var stderr limitedBuffer
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: out, Stderr: &stderr})
-	if err != nil && stderr.Len() > 0 {
-		return fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	stderr := &syncBuffer{limit: 64 << 10}
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: out, Stderr: stderr})
+	if msg := strings.TrimSpace(stderr.String()); err != nil && msg != "" {
+		return fmt.Errorf("%w: %s", err, msg)
 	}
 	return err
 }
 
-// limitedBuffer keeps the first 64 KiB written to it: a command's error
-// output, without letting a chatty one grow without bound.
-type limitedBuffer struct{ bytes.Buffer }
+// syncBuffer is a buffer its writers and readers may use at once: a
+// stream cut short by its context returns while client-go's copiers may
+// still write. It keeps the first limit bytes (0: all).
+type syncBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	limit int
+}
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := 64<<10 - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(p)
+	if b.limit > 0 {
+		n = min(n, max(b.limit-b.buf.Len(), 0))
 	}
+	b.buf.Write(p[:n])
 	return len(p), nil
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

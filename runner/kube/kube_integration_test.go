@@ -91,8 +91,8 @@ func TestEtcdPods(t *testing.T) {
 	}
 	eventually(t, "first write", func() error { return put("a") })
 
-	var out strings.Builder
-	if err := nodes[0].exec(ctx, nil, &out, "cat", filepath.Join(nodes[0].DataDir(), "marker")); err != nil || out.String() != "from the runner" {
+	out := &syncBuffer{}
+	if err := nodes[0].exec(ctx, nil, out, "cat", filepath.Join(nodes[0].DataDir(), "marker")); err != nil || out.String() != "from the runner" {
 		t.Fatalf("marker in the pod: %q, %v", out.String(), err)
 	}
 

@@ -290,8 +290,8 @@ func (n *Node) call(ctx context.Context, req podagent.Request) (podagent.Event, 
 	if err != nil {
 		return podagent.Event{}, err
 	}
-	var out bytes.Buffer
-	err = n.exec(ctx, bytes.NewReader(b), &out, agentBin, "agent", "ctl", agentSocket, "-")
+	out := &syncBuffer{limit: 1 << 20}
+	err = n.exec(ctx, bytes.NewReader(b), out, agentBin, "agent", "ctl", agentSocket, "-")
 	e, perr := podagent.ParseEvent(out.String())
 	if perr == nil && e.State == "error" {
 		return e, fmt.Errorf("%s node %s: %s", req.Verb, n.name, e.Error)

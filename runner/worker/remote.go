@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coordlab/scenario/plan"
@@ -29,8 +30,10 @@ type Remote struct {
 	now     func() time.Duration // the runner's timeline clock
 
 	// offset is worker clock minus runner clock; margin is the bound on
-	// its error (half the best round trip).
-	offset, margin time.Duration
+	// its error (half the best round trip). Set while connecting, read by
+	// the reader goroutine, which nothing orders with the setter but the
+	// worker's own replies over the network: hence atomics.
+	offset, margin atomic.Int64
 
 	pongs   chan Pong
 	ready   chan error
@@ -81,7 +84,9 @@ func Connect(ctx context.Context, in io.WriteCloser, out io.Reader, setup Setup,
 
 // Offset is the worker's clock minus the runner's, and the bound on that
 // figure's error.
-func (r *Remote) Offset() (offset, margin time.Duration) { return r.offset, r.margin }
+func (r *Remote) Offset() (offset, margin time.Duration) {
+	return time.Duration(r.offset.Load()), time.Duration(r.margin.Load())
+}
 
 func (r *Remote) send(m In) error {
 	r.mu.Lock()
@@ -104,8 +109,8 @@ func (r *Remote) syncClock(ctx context.Context) error {
 			rtt := t1 - p.Echo
 			if best < 0 || rtt < best {
 				best = rtt
-				r.offset = p.Worker - (p.Echo + rtt/2)
-				r.margin = rtt/2 + time.Millisecond
+				r.offset.Store(int64(p.Worker - (p.Echo + rtt/2)))
+				r.margin.Store(int64(rtt/2 + time.Millisecond))
 			}
 		case <-r.closed:
 			return fmt.Errorf("worker %s ended during clock sync: %v", r.name, r.readErr)
@@ -137,15 +142,17 @@ func (r *Remote) read(out io.Reader) {
 		case m.Pong != nil:
 			r.pongs <- *m.Pong
 		case m.Sample != nil:
+			off := time.Duration(r.offset.Load())
 			s := *m.Sample
-			s.Intended -= r.offset
-			s.Start -= r.offset
-			s.End -= r.offset
+			s.Intended -= off
+			s.Start -= off
+			s.End -= off
 			r.sink.Record(s)
 		case m.History != nil && r.history != nil:
+			off, margin := r.Offset()
 			h := *m.History
-			h.Call -= r.offset + r.margin
-			h.Return += r.margin - r.offset
+			h.Call -= off + margin
+			h.Return += margin - off
 			r.history(h)
 		case m.Done != nil:
 			r.mu.Lock()
@@ -168,7 +175,7 @@ func (r *Remote) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) 
 	id := r.nextID
 	r.pending[id] = ch
 	r.mu.Unlock()
-	if err := r.send(In{Load: &Load{ID: id, Load: l, Start: start + r.offset}}); err != nil {
+	if err := r.send(In{Load: &Load{ID: id, Load: l, Start: start + time.Duration(r.offset.Load())}}); err != nil {
 		return workload.Stats{}, fmt.Errorf("worker %s: %w", r.name, err)
 	}
 	cancelled := ctx.Done()

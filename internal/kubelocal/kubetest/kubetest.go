@@ -80,6 +80,14 @@ func Cluster(t *testing.T, storeImages ...string) (*kubelocal.Cluster, string) {
 		if shared.err = buildAgent(ctx, dir); shared.err != nil {
 			return
 		}
+		// A cluster a killed test left is removed first, so that the
+		// host is compared with itself as it was before any cluster.
+		if removed, err := kubelocal.Reap(ctx); err != nil {
+			shared.err = err
+			return
+		} else if len(removed) > 0 {
+			fmt.Fprintf(os.Stderr, "removed %v left by a killed run\n", removed)
+		}
 		shared.before = kubelocal.TakeSnapshot(ctx)
 		shared.c, shared.err = kubelocal.Up(ctx, kubelocal.Options{SandboxImage: AgentTag, Progress: os.Stderr})
 	})
