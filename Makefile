@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/scenario
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-unit test-integration bench fuzz vet fmt clean
+.PHONY: build run test test-unit test-integration test-kube bench fuzz vet fmt clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/scenario
@@ -22,7 +22,13 @@ test-unit:
 	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$ -e /runner/kube -e /runner/worker)
 
 test-integration:
-	$(GO) test -race -p 1 -count=1 -timeout 30m ./stores/etcd/ ./stores/zookeeper/ ./stores/consul/ ./runner/process/ ./runner/container/ ./images/ ./fabric/ ./runner/worker/ ./runner/kube/ ./runner/ ./cmd/scenario/
+	$(GO) test -race -p 1 -count=1 -timeout 30m -skip '^TestKube' ./stores/etcd/ ./stores/zookeeper/ ./stores/consul/ ./runner/process/ ./runner/container/ ./images/ ./fabric/ ./runner/worker/ ./runner/ ./cmd/scenario/
+
+# The kubernetes provider's tests, on a local single-node Kubernetes they
+# start (about 5 minutes; .ci/run runs them after make test).
+test-kube:
+	$(GO) test -race -p 1 -count=1 -timeout 20m ./runner/kube/
+	$(GO) test -race -count=1 -timeout 20m -run '^TestKube' ./runner/
 
 # Benchmarks: our closed-loop engine against etcd's own benchmark tool on one
 # cluster, reported as ratios.
