@@ -136,8 +136,8 @@ phase "partition" {
 
 	kill := phase(t, res, "kill")
 	f := failover(t, kill, 1)[0]
-	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > 6000 {
-		t.Errorf("leader kill: new leader after %s ms, want within 6 s", fmtOpt(f.TimeToLeaderMS))
+	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > geoElectionBound {
+		t.Errorf("leader kill: new leader after %s ms, want within %.0f ms", fmtOpt(f.TimeToLeaderMS), geoElectionBound)
 	}
 	t.Logf("leader kill in containers: new leader after %s ms, first write after %s ms", fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
 
@@ -164,8 +164,8 @@ phase "partition" {
 
 	part := phase(t, res, "partition")
 	f = failover(t, part, 1)[0]
-	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > 6000 {
-		t.Errorf("isolated leader: new leader after %s ms, want within 6 s", fmtOpt(f.TimeToLeaderMS))
+	if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > geoElectionBound {
+		t.Errorf("isolated leader: new leader after %s ms, want within %.0f ms", fmtOpt(f.TimeToLeaderMS), geoElectionBound)
 	}
 	if f.LagMS == nil || *f.LagMS > 100 {
 		t.Errorf("partition applied %s ms late, want within 100 ms", fmtOpt(f.LagMS))

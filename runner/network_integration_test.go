@@ -49,6 +49,13 @@ workload "w" {
 }
 `
 
+// geoElectionBound is how soon, in ms, geoCluster must have a new leader
+// after losing one. An election round there takes the 1.5 s timeout plus
+// up to as much again of randomisation, and with 80-190 ms between
+// candidates a split vote sends it round again: 6.8 s was seen once in
+// containers. Three rounds and a margin.
+const geoElectionBound = 10000.0
+
 // geoRTT is geoCluster's RTT matrix in ms, by node index (1-based); the
 // clients sit in us-east with node 1.
 var geoRTT = map[[2]int]float64{

@@ -62,8 +62,8 @@ type Options struct {
 	// iptables; no shaping), to check the shaper's faults against. ""
 	// leaves the choice to the plan.
 	Network string
-	// Provider runs every cluster with this provider (plan.ProviderProcess
-	// or plan.ProviderDocker) whatever the plan says; "" keeps the plan's.
+	// Provider runs every cluster with this provider (one of
+	// plan.Providers) whatever the plan says; "" keeps the plan's.
 	Provider string
 	// Kube configures the kubernetes provider.
 	Kube KubeOptions
