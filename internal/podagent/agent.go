@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -363,9 +362,6 @@ func Pause(ctx context.Context) {
 	}()
 	<-ctx.Done()
 }
-
-// FormatGrace spells a grace for the command line.
-func FormatGrace(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
 
 // SessionLine is one line of a session's output: an event of the watch,
 // or the reply to the request with ID.

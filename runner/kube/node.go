@@ -66,18 +66,17 @@ type Node struct {
 	addr netip.Addr
 	uid  string
 
-	mu       sync.Mutex
-	path     string
-	args     []string
-	running  bool
-	paused   bool
-	pid      int // the store's pid inside the pod
-	exited   chan struct{}
-	last     *podagent.Event
-	sess     session
-	cancel   context.CancelFunc // ends the watch and the log follower
-	bg       sync.WaitGroup
-	watchErr error
+	mu      sync.Mutex
+	path    string
+	args    []string
+	running bool
+	paused  bool
+	pid     int // the store's pid inside the pod
+	exited  chan struct{}
+	last    *podagent.Event
+	sess    session
+	cancel  context.CancelFunc // ends the watch and the log follower
+	bg      sync.WaitGroup
 }
 
 // ExitError is a store ending without being asked to.
@@ -436,9 +435,6 @@ func (n *Node) watch(ctx context.Context) {
 		inW.Close()
 		outW.Close()
 		if ctx.Err() == nil {
-			n.mu.Lock()
-			n.watchErr = err
-			n.mu.Unlock()
 			n.run.log.Warn("agent session ended; starting another", "node", n.name, "err", err)
 			select {
 			case <-ctx.Done():

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -306,19 +305,6 @@ func Reap(ctx context.Context, k *Cluster, log *slog.Logger) ([]string, error) {
 		removed = append(removed, "namespace "+ns.Name)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// dialable reports whether addr answers TCP from here.
-func dialable(ctx context.Context, addr string) bool {
-	var d net.Dialer
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // Cluster is the connection the run uses.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +18,6 @@ type Worker struct {
 	name string
 	pod  string
 	uid  string
-	addr netip.Addr
 }
 
 // AddWorker creates a worker pod named name in region and waits until it
@@ -49,11 +47,10 @@ func (r *Run) AddWorker(ctx context.Context, name, region string) (*Worker, erro
 	if err != nil {
 		return nil, fmt.Errorf("create worker pod %s: %w", name, err)
 	}
-	ip, err := r.waitRunning(ctx, created.Name)
-	if err != nil {
+	if _, err := r.waitRunning(ctx, created.Name); err != nil {
 		return nil, fmt.Errorf("worker %s: %w", name, err)
 	}
-	return &Worker{run: r, name: name, pod: created.Name, uid: string(created.UID), addr: ip}, nil
+	return &Worker{run: r, name: name, pod: created.Name, uid: string(created.UID)}, nil
 }
 
 // Name is the worker's name in the run.
