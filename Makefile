@@ -28,7 +28,7 @@ test-integration:
 # start (about 5 minutes; .ci/run runs them after make test).
 test-kube:
 	$(GO) test -race -p 1 -count=1 -timeout 20m ./runner/kube/
-	$(GO) test -race -count=1 -timeout 20m -run '^TestKube' ./runner/
+	$(GO) test -race -p 1 -count=1 -timeout 20m -run '^TestKube' ./runner/ ./cmd/scenario/
 
 # Benchmarks: our closed-loop engine against etcd's own benchmark tool on one
 # cluster, reported as ratios.

@@ -358,3 +358,55 @@ phase "a" {
 		t.Errorf("fault seed = %d, want %d", got, want)
 	}
 }
+
+func TestCompileKubernetesBlock(t *testing.T) {
+	p := loadPlan(t, `
+cluster "main" {
+  store     = "etcd"
+  provider  = "kubernetes"
+  placement = ["us-east", "eu-west", "eu-west"]
+  kubernetes {
+    storage_class = "fast-ssd"
+    storage_size  = "10Gi"
+    region_label  = "topology.kubernetes.io/zone"
+    regions       = { us-east = "us-east-1a", eu-west = "eu-west-1b" }
+  }
+}
+
+workload "w" {
+  mix    = { put = 1 }
+  region = "us-east"
+}
+
+phase "p" {
+  duration = "10s"
+  load "w" {}
+}
+`, dsl.VarOptions{})
+	want := &plan.KubernetesSpec{StorageClass: "fast-ssd", StorageSize: "10Gi", RegionLabel: "topology.kubernetes.io/zone",
+		Regions: map[string]string{"us-east": "us-east-1a", "eu-west": "eu-west-1b"}}
+	if got := p.Clusters[0].Kubernetes; !reflect.DeepEqual(got, want) {
+		t.Errorf("kubernetes block: %+v, want %+v", got, want)
+	}
+	// A region map alone matches the standard region label.
+	p = loadPlan(t, `
+cluster "main" {
+  store = "etcd"
+  kubernetes {
+    regions = { local = "r1" }
+  }
+}
+
+workload "w" {
+  mix = { put = 1 }
+}
+
+phase "p" {
+  duration = "10s"
+  load "w" {}
+}
+`, dsl.VarOptions{})
+	if got := p.Clusters[0].Kubernetes.RegionLabel; got != plan.DefaultRegionLabel {
+		t.Errorf("region label %q, want the default %q", got, plan.DefaultRegionLabel)
+	}
+}

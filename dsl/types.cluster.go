@@ -31,7 +31,7 @@ var clusterSchema = &hcl.BodySchema{
 		{Name: "image"},
 		{Name: "ready_timeout"},
 	},
-	Blocks: knobBlocks(),
+	Blocks: append(knobBlocks(), hcl.BlockHeaderSchema{Type: blockKubernetes}),
 }
 
 // knobBlocks are the knob blocks a cluster may hold: one per store, named
@@ -141,6 +141,15 @@ func decodeCluster(block *hcl.Block, ctx *hcl.EvalContext) (*Cluster, hcl.Diagno
 	}
 	seen := map[string]hcl.Range{}
 	for _, kb := range content.Blocks {
+		if kb.Type == blockKubernetes {
+			if prev, ok := seen[kb.Type]; ok {
+				d.errorf(kb.DefRange, "Duplicate kubernetes block", "The cluster's kubernetes settings were already given at %s; merge the two blocks.", prev)
+				continue
+			}
+			seen[kb.Type] = kb.DefRange
+			c.Spec.Kubernetes = decodeKubernetes(kb, c, d)
+			continue
+		}
 		if prev, ok := seen[kb.Type]; ok {
 			d.errorf(kb.DefRange, fmt.Sprintf("Duplicate %s block", kb.Type), "The %s knobs were already given at %s; merge the two blocks.", kb.Type, prev)
 			continue

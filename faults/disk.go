@@ -49,51 +49,148 @@ func ContentionDir(n Node) string {
 	return filepath.Join(filepath.Dir(n.DataDir()), "disk-contention-"+n.Name())
 }
 
-// diskLoad is the writers of one disk fault.
-type diskLoad struct {
-	dirs    []string
-	writers []*diskWriter
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when every writer has returned
-	log     *slog.Logger
+// DiskContender is a node whose data is not on this machine (a pod): it
+// runs a disk fault's writers itself, beside its data, and reports what
+// they did when stopped.
+type DiskContender interface {
+	StartDiskLoad(ctx context.Context, spec plan.DiskSpec) (DiskPart, error)
+}
 
-	mu   sync.Mutex
-	errs []error // writers that failed
+// DiskPart is the writers of a disk fault on one node.
+type DiskPart interface {
+	// Stop ends the writers and removes their files.
+	Stop(ctx context.Context) error
+	// Err reports writers that failed before they were asked to stop.
+	Err() error
+	// Totals is what the writers did so far (for a remote node: once
+	// stopped).
+	Totals() DiskTotals
+}
+
+// DiskTotals is what some writers did.
+type DiskTotals struct {
+	Writes int64 `json:"writes"`
+	Bytes  int64 `json:"bytes"`
+	// Fsync latencies in microseconds; nil when the writers do not fsync.
+	Fsync *hdrhistogram.Snapshot `json:"fsync,omitempty"`
+}
+
+// diskLoad is the writers of one disk fault, a part per node.
+type diskLoad struct {
+	parts []DiskPart
 }
 
 // startDisk starts spec.Parallelism writers for each node. On error it
 // leaves nothing behind.
 func startDisk(ctx context.Context, spec *plan.DiskSpec, nodes []Node, log *slog.Logger) (*diskLoad, error) {
-	switch {
-	case spec == nil:
-		return nil, errors.New("disk fault without disk settings")
-	case spec.BlockSize <= 0:
-		return nil, fmt.Errorf("disk block size %d is not positive", spec.BlockSize)
-	case spec.Parallelism < 1:
-		return nil, fmt.Errorf("disk parallelism %d is below 1", spec.Parallelism)
-	case spec.Rate < 0:
-		return nil, fmt.Errorf("disk rate %d is negative", spec.Rate)
+	if err := checkDiskSpec(spec); err != nil {
+		return nil, err
 	}
-	d := &diskLoad{done: make(chan struct{}), log: log}
+	d := &diskLoad{}
 	for _, n := range nodes {
-		dir := ContentionDir(n)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			d.removeDirs()
+		var p DiskPart
+		var err error
+		if c, ok := n.(DiskContender); ok {
+			p, err = c.StartDiskLoad(ctx, *spec)
+		} else {
+			p, err = StartDiskWriters(ctx, *spec, ContentionDir(n), n.Name(), log)
+		}
+		if err != nil {
+			_ = d.stop(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("disk fault on node %s: %w", n.Name(), err)
 		}
-		d.dirs = append(d.dirs, dir)
-		for i := range spec.Parallelism {
-			d.writers = append(d.writers, &diskWriter{
-				node:  n.Name(),
-				path:  filepath.Join(dir, fmt.Sprintf("writer-%d", i)),
-				block: spec.BlockSize,
-				// Rate is the node's total, shared by its writers.
-				rate:  float64(spec.Rate) / float64(spec.Parallelism),
-				fsync: spec.Fsync,
-				seed:  uint64(i),
-				hist:  hdrhistogram.New(1, histMax, 3),
-			})
+		d.parts = append(d.parts, p)
+	}
+	return d, nil
+}
+
+func checkDiskSpec(spec *plan.DiskSpec) error {
+	switch {
+	case spec == nil:
+		return errors.New("disk fault without disk settings")
+	case spec.BlockSize <= 0:
+		return fmt.Errorf("disk block size %d is not positive", spec.BlockSize)
+	case spec.Parallelism < 1:
+		return fmt.Errorf("disk parallelism %d is below 1", spec.Parallelism)
+	case spec.Rate < 0:
+		return fmt.Errorf("disk rate %d is negative", spec.Rate)
+	}
+	return nil
+}
+
+// stop ends every node's writers.
+func (d *diskLoad) stop(ctx context.Context) error {
+	var errs []error
+	for _, p := range d.parts {
+		errs = append(errs, p.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// err reports the writers that failed before they were asked to stop.
+func (d *diskLoad) err() error {
+	var errs []error
+	for _, p := range d.parts {
+		errs = append(errs, p.Err())
+	}
+	return errors.Join(errs...)
+}
+
+func (d *diskLoad) stats() DiskStats {
+	var s DiskStats
+	h := hdrhistogram.New(1, histMax, 3)
+	for _, p := range d.parts {
+		t := p.Totals()
+		s.Writes += t.Writes
+		s.Bytes += t.Bytes
+		if t.Fsync != nil {
+			h.Merge(hdrhistogram.Import(t.Fsync))
 		}
+	}
+	if h.TotalCount() > 0 {
+		s.FsyncP50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
+		s.FsyncP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
+		s.FsyncMax = time.Duration(h.Max()) * time.Microsecond
+	}
+	return s
+}
+
+// DiskWriters are a disk fault's writers in one directory on this
+// machine: the runner's for a local node, a pod agent's for its pod.
+type DiskWriters struct {
+	dir     string
+	writers []*diskWriter
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when every writer has returned
+
+	mu   sync.Mutex
+	errs []error // writers that failed
+}
+
+// StartDiskWriters starts spec.Parallelism writers in dir, which it
+// creates and Stop removes. node names them in logs and errors.
+func StartDiskWriters(ctx context.Context, spec plan.DiskSpec, dir, node string, log *slog.Logger) (*DiskWriters, error) {
+	if err := checkDiskSpec(&spec); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	d := &DiskWriters{dir: dir, done: make(chan struct{})}
+	for i := range spec.Parallelism {
+		d.writers = append(d.writers, &diskWriter{
+			node:  node,
+			path:  filepath.Join(dir, fmt.Sprintf("writer-%d", i)),
+			block: spec.BlockSize,
+			// Rate is the node's total, shared by its writers.
+			rate:  float64(spec.Rate) / float64(spec.Parallelism),
+			fsync: spec.Fsync,
+			seed:  uint64(i),
+			hist:  hdrhistogram.New(1, histMax, 3),
+		})
 	}
 	ctx, d.cancel = context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -114,8 +211,8 @@ func startDisk(ctx context.Context, spec *plan.DiskSpec, nodes []Node, log *slog
 	return d, nil
 }
 
-// stop ends the writers and removes their files.
-func (d *diskLoad) stop(ctx context.Context) error {
+// Stop ends the writers and removes their files.
+func (d *DiskWriters) Stop(ctx context.Context) error {
 	d.cancel()
 	select {
 	case <-d.done:
@@ -124,42 +221,34 @@ func (d *diskLoad) stop(ctx context.Context) error {
 		// files stay until a later stop finds the writers gone.
 		return fmt.Errorf("wait for disk writers: %w", ctx.Err())
 	}
-	return d.removeDirs()
+	if err := os.RemoveAll(d.dir); err != nil {
+		return fmt.Errorf("remove disk contention files: %w", err)
+	}
+	return nil
 }
 
-// err reports the writers that failed before they were asked to stop.
-func (d *diskLoad) err() error {
+// Err reports the writers that failed before they were asked to stop.
+func (d *DiskWriters) Err() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return errors.Join(d.errs...)
 }
 
-func (d *diskLoad) removeDirs() error {
-	var errs []error
-	for _, dir := range d.dirs {
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("remove disk contention files: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (d *diskLoad) stats() DiskStats {
-	var s DiskStats
+// Totals sums the writers.
+func (d *DiskWriters) Totals() DiskTotals {
+	var t DiskTotals
 	h := hdrhistogram.New(1, histMax, 3)
 	for _, w := range d.writers {
 		w.mu.Lock()
-		s.Writes += w.writes
-		s.Bytes += w.bytes
+		t.Writes += w.writes
+		t.Bytes += w.bytes
 		h.Merge(w.hist)
 		w.mu.Unlock()
 	}
 	if h.TotalCount() > 0 {
-		s.FsyncP50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
-		s.FsyncP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
-		s.FsyncMax = time.Duration(h.Max()) * time.Microsecond
+		t.Fsync = h.Export()
 	}
-	return s
+	return t
 }
 
 // diskWriter writes blocks to one file as fast as rate allows.

@@ -70,6 +70,27 @@ type ClusterSpec struct {
 	Etcd      *EtcdKnobs      `json:"etcd,omitempty"`
 	ZooKeeper *ZooKeeperKnobs `json:"zookeeper,omitempty"`
 	Consul    *ConsulKnobs    `json:"consul,omitempty"`
+
+	// Kubernetes places the cluster's pods, when it runs on the
+	// kubernetes provider.
+	Kubernetes *KubernetesSpec `json:"kubernetes,omitempty"`
+}
+
+// DefaultRegionLabel is the node label a region is matched against when a
+// kubernetes block maps regions and names no label.
+const DefaultRegionLabel = "topology.kubernetes.io/region"
+
+// KubernetesSpec is a cluster's kubernetes block.
+type KubernetesSpec struct {
+	// StorageClass puts each member's data on a PersistentVolumeClaim of
+	// this class (StorageSize each) instead of an emptyDir.
+	StorageClass string `json:"storage_class,omitempty"`
+	StorageSize  string `json:"storage_size,omitempty"`
+	// RegionLabel is the node label a region's value is matched against.
+	RegionLabel string `json:"region_label,omitempty"`
+	// Regions maps the scenario's regions to values of RegionLabel; a
+	// region not in it is matched by its own name.
+	Regions map[string]string `json:"regions,omitempty"`
 }
 
 // NodeName is the name of node i (1-based), the same in every store.

@@ -111,13 +111,20 @@ phase "partition" {
 	t.Logf("isolated leader in pods: new leader after %s ms, first write after %s ms", fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
 }
 
-// TestKubeStores kills the leader of a ZooKeeper and a Consul cluster in
-// pods, as TestStores does with processes.
+// TestKubeStores plays a ZooKeeper and a Consul cluster in pods with two
+// load workers: a leader kill, a paused follower, and the leader cut off
+// by rules in the pods (--kube-network pods, the way a remote cluster is
+// partitioned).
 func TestKubeStores(t *testing.T) {
 	for _, sc := range storeCases {
 		t.Run(sc.store, func(t *testing.T) {
 			opts := kubeOpts(t, sc.store)
-			res := runScenarioWith(t, sc.cluster+writerWorkload(sc.store)+`
+			opts.Kube.Network = KubeNetworkPods
+			workload := strings.Replace(writerWorkload(sc.store), `timeout     = "2s"`, "timeout     = \"2s\"\n  workers     = 2", 1)
+			if workload == writerWorkload(sc.store) {
+				t.Fatal("the writer workload changed: no place for workers")
+			}
+			res := runScenarioWith(t, sc.cluster+workload+`
 phase "steady" {
   duration = "4s"
   load "writer" {}
@@ -132,6 +139,26 @@ phase "kill" {
     restart_after = "8s"
   }
 }
+
+phase "pause" {
+  duration = "8s"
+  load "writer" {}
+  fault "pause" {
+    target   = "follower"
+    at       = "1s"
+    duration = "3s"
+  }
+}
+
+phase "partition" {
+  duration = "16s"
+  load "writer" {}
+  fault "partition" {
+    target   = "leader"
+    at       = "2s"
+    duration = "6s"
+  }
+}
 `, opts)
 			f := failover(t, phase(t, res, "kill"), 1)[0]
 			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
@@ -141,6 +168,92 @@ phase "kill" {
 				t.Errorf("the killed leader never served again")
 			}
 			t.Logf("%s leader kill in pods: new leader after %s ms, first write after %s ms, applied %s ms late", sc.store, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS), fmtOpt(f.LagMS))
+			p := phase(t, res, "pause")
+			if pf := failover(t, p, 1)[0]; pf.RecoveredMS == nil {
+				t.Errorf("paused follower never recovered")
+			}
+			f = failover(t, phase(t, res, "partition"), 1)[0]
+			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
+				t.Errorf("isolated leader: new leader after %s ms, want within %.0f", fmtOpt(f.TimeToLeaderMS), sc.leaderBy)
+			}
+			t.Logf("%s leader cut off by rules in pods: new leader after %s ms, first write after %s ms", sc.store, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
 		})
+	}
+}
+
+// TestKubePodRules plays partitions and a disk fault the way they act on a
+// remote cluster: netfilter rules put into each store pod by its agent
+// (--kube-network pods), and competing writers the agent runs on the pod's
+// data volume. The pods are local here, but nothing of the fabric is used.
+func TestKubePodRules(t *testing.T) {
+	opts := kubeOpts(t, plan.StoreEtcd)
+	opts.Kube.Network = KubeNetworkPods
+	cluster := strings.Replace(faultCluster, `timeout  = "2s"`, "timeout  = \"2s\"\n  workers  = 2", 1)
+	res := runScenarioWith(t, cluster+`
+phase "steady" {
+  duration = "4s"
+  load "w" {}
+}
+
+phase "drop" {
+  duration = "14s"
+  load "w" {}
+  fault "partition" {
+    target   = "leader"
+    at       = "2s"
+    duration = "6s"
+  }
+}
+
+phase "reject" {
+  duration = "14s"
+  load "w" {}
+  fault "partition" {
+    target   = "leader"
+    at       = "2s"
+    duration = "6s"
+    mode     = "reject"
+  }
+}
+
+phase "disk" {
+  duration = "8s"
+  load "w" {}
+  fault "disk" {
+    target      = "leader"
+    at          = "1s"
+    duration    = "4s"
+    parallelism = 2
+    block_size  = "16KiB"
+  }
+}
+`, opts)
+	if got := res.Backend["network"]; got != "pods" {
+		t.Errorf("network backend %q, want pods", got)
+	}
+	for _, name := range []string{"drop", "reject"} {
+		f := failover(t, phase(t, res, name), 1)[0]
+		if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > 8000 {
+			t.Errorf("%s: isolated leader replaced after %s ms, want within 8000 ms", name, fmtOpt(f.TimeToLeaderMS))
+		}
+		if f.TimeToWriteMS == nil {
+			t.Errorf("%s: no write accepted after the leader was cut off", name)
+		}
+		t.Logf("%s partition by rules in pods: new leader after %s ms, first write after %s ms, applied %s ms late", name, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS), fmtOpt(f.LagMS))
+	}
+	f := failover(t, phase(t, res, "disk"), 1)[0]
+	if f.Disk == nil || f.Disk.Writes == 0 || f.Disk.Bytes != f.Disk.Writes*16<<10 || f.Disk.FsyncP99MS <= 0 {
+		t.Fatalf("disk fault in the pod: %+v, want writes of 16 KiB with fsync latencies", f.Disk)
+	}
+	t.Logf("disk fault in the pod: %d writes, fsync p50 %.2f ms, p99 %.2f ms", f.Disk.Writes, f.Disk.FsyncP50MS, f.Disk.FsyncP99MS)
+	// Resource use, read by each pod's agent from /proc.
+	if len(res.Resources) != 3 {
+		t.Errorf("resources of %d nodes, want 3", len(res.Resources))
+	}
+	for _, r := range res.Resources {
+		if r.Summary.Samples == 0 || r.Summary.CPUMeanPercent <= 0 || r.Summary.RSSMaxBytes <= 0 {
+			t.Errorf("node %s resources: %+v", r.Node, r.Summary)
+		}
+		t.Logf("node %s in its pod: %d samples, CPU mean %.1f%%, RSS max %d MiB", r.Node, r.Summary.Samples, r.Summary.CPUMeanPercent, r.Summary.RSSMaxBytes>>20)
 	}
 }

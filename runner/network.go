@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -41,7 +42,8 @@ type netHost struct {
 	cluster  string // the node's cluster; "" for client and observer hosts
 	node     int    // 1-based node index in its cluster; 0 for client and observer hosts
 	observer bool
-	attach   int // a process whose network namespace is the host's (a load worker's pod); 0 for one of the fabric's
+	attach   int        // a process whose network namespace is the host's (a load worker's pod); 0 for one of the fabric's
+	pod      netip.Addr // a load worker pod's IP, for rules in pods
 }
 
 // netFault is a network or partition fault in effect.
@@ -195,19 +197,51 @@ func partitionGroup(f netFault, h netHost) int {
 	return -1
 }
 
-// network applies the link policy to a fabric as faults come and go.
+// network applies the link policy to a backend as faults come and go.
 type network struct {
-	fab   *fabric.Fabric
+	links linkBackend
 	hosts []netHost
 	spec  plan.NetworkSpec
 
-	mu     sync.Mutex
-	active []netFault
-	links  [][]shaper.Link // as last applied
+	mu      sync.Mutex
+	active  []netFault
+	applied [][]shaper.Link // as last applied
 }
 
-func newNetwork(ctx context.Context, fab *fabric.Fabric, hosts []netHost, spec plan.NetworkSpec) (*network, error) {
-	n := &network{fab: fab, hosts: hosts, spec: spec}
+// linkBackend puts links into force: the fabric between namespaces on this
+// machine, or rules in each pod of a remote cluster.
+type linkBackend interface {
+	// setLinks changes the links between hosts (indices into the
+	// network's hosts) all at once.
+	setLinks(ctx context.Context, changes []linkChange) error
+	describe(hosts int) string
+}
+
+// linkChange is one ordered pair's new link.
+type linkChange struct {
+	from, to int
+	link     shaper.Link
+}
+
+// fabricLinks is the fabric as a link backend; its hosts are the
+// network's, in the same order.
+type fabricLinks struct{ fab *fabric.Fabric }
+
+func (f fabricLinks) setLinks(ctx context.Context, changes []linkChange) error {
+	fh := f.fab.Hosts()
+	out := make([]fabric.LinkChange, len(changes))
+	for i, c := range changes {
+		out[i] = fabric.LinkChange{From: fh[c.from], To: fh[c.to], Link: c.link}
+	}
+	return f.fab.SetLinks(ctx, out)
+}
+
+func (f fabricLinks) describe(hosts int) string {
+	return fmt.Sprintf("%d hosts in network namespaces, shaped by %s", hosts, f.fab.Backend())
+}
+
+func newNetwork(ctx context.Context, links linkBackend, hosts []netHost, spec plan.NetworkSpec) (*network, error) {
+	n := &network{links: links, hosts: hosts, spec: spec}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n, n.applyLocked(ctx)
@@ -217,20 +251,19 @@ func newNetwork(ctx context.Context, fab *fabric.Fabric, hosts []netHost, spec p
 // once.
 func (n *network) applyLocked(ctx context.Context) error {
 	next := linkPolicy(n.hosts, n.spec, n.active)
-	fh := n.fab.Hosts()
-	var changes []fabric.LinkChange
+	var changes []linkChange
 	for i := range next {
 		for j := range next[i] {
-			if i == j || (n.links != nil && n.links[i][j] == next[i][j]) {
+			if i == j || (n.applied != nil && n.applied[i][j] == next[i][j]) {
 				continue
 			}
-			changes = append(changes, fabric.LinkChange{From: fh[i], To: fh[j], Link: next[i][j]})
+			changes = append(changes, linkChange{from: i, to: j, link: next[i][j]})
 		}
 	}
-	if err := n.fab.SetLinks(ctx, changes); err != nil {
+	if err := n.links.setLinks(ctx, changes); err != nil {
 		return err
 	}
-	n.links = next
+	n.applied = next
 	return nil
 }
 
@@ -254,6 +287,4 @@ func (n *network) inject(ctx context.Context, f plan.FaultSpec, targets []int) (
 }
 
 // describe says how the plan's links were realised, for the run's notes.
-func (n *network) describe() string {
-	return fmt.Sprintf("%d hosts in network namespaces, shaped by %s", len(n.hosts), n.fab.Backend())
-}
+func (n *network) describe() string { return n.links.describe(len(n.hosts)) }

@@ -322,6 +322,10 @@ func (c *clusterRun) describe(res *results.Results, finished time.Time) {
 		res.Backend["shaper"] = x.fab.Backend()
 		res.Seeds["network"] = networkSeed(x.plan)
 	}
+	if x.podNet {
+		res.Backend["network"] = "pods"
+		res.Backend["shaper"] = "netfilter rules in each store pod (partitions only)"
+	}
 	res.Backend["store"] = c.spec.Store + " " + c.spec.Version
 	res.Clients = map[string]map[string]string{}
 	for _, w := range c.plan.Workloads {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ type KubeOptions struct {
 	AllowNonTest        bool
 	AgentImage          string
 	RegionLabel         string
+	// Network is where network faults act: KubeNetworkFabric,
+	// KubeNetworkPods, or "" to choose by where the pods run.
+	Network string
 }
 
 // kubeProvider runs each node as a pod in the run's namespace. The runner
@@ -53,7 +57,7 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 			return infra("", errors.New("the kubernetes provider needs an agent image (--agent-image)"))
 		}
 		kr, err := kube.NewRun(ctx, kube.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, AllowNonTest: o.AllowNonTest,
-			RunID: run.ID(), AgentImage: o.AgentImage, RegionLabel: o.RegionLabel, StopGrace: teardownGrace, Logger: x.log})
+			RunID: run.ID(), AgentImage: o.AgentImage, StopGrace: teardownGrace, Logger: x.log})
 		if err != nil {
 			return infra("", err)
 		}
@@ -77,7 +81,11 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 				errs[i] = infra(name, err)
 				return
 			}
-			n, err := x.kube.AddNode(ctx, name, kube.NodeSpec{Image: k.image, DataDir: dataDir, LogPath: logPath, Region: k.c.spec.Placement[i]})
+			spec := kube.NodeSpec{Image: k.image, DataDir: dataDir, LogPath: logPath, Placement: k.placement(k.c.spec.Placement[i])}
+			if ks := k.c.spec.Kubernetes; ks != nil {
+				spec.StorageClass, spec.StorageSize = ks.StorageClass, ks.StorageSize
+			}
+			n, err := x.kube.AddNode(ctx, name, spec)
 			if err != nil {
 				errs[i] = infra(name, err)
 				return
@@ -94,7 +102,7 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 		k.workers[w.Name] = make([]*kube.Worker, n)
 		for i := range n {
 			wg.Go(func() {
-				p, err := x.kube.AddWorker(ctx, workerName(w.Name, i), w.Region)
+				p, err := x.kube.AddWorker(ctx, workerName(w.Name, i), k.placement(w.Region))
 				wmu.Lock()
 				defer wmu.Unlock()
 				if err != nil {
@@ -110,11 +118,82 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 		return err
 	}
 	if needsFabric(x.plan) {
-		for i, n := range k.nodes {
-			if kube.LocalPID(n.UID()) == 0 {
-				return infra(k.c.nodeName(i+1), fmt.Errorf("network shaping and partitions with the kubernetes provider need the pods on this machine (a single-node cluster the runner shares), so that the network fabric can join their namespaces; pod %s/%s is not here", x.kube.Namespace(), n.Pod()))
+		return k.chooseNetwork(infra)
+	}
+	return nil
+}
+
+// placement maps a scenario region to Kubernetes nodes: by the cluster's
+// kubernetes block (region_label, regions), else by --kube-region-label
+// with the region's own name, else anywhere.
+func (k *kubeProvider) placement(region string) kube.Placement {
+	label := k.c.x.opts.Kube.RegionLabel
+	value := region
+	if ks := k.c.spec.Kubernetes; ks != nil {
+		label = cmp.Or(ks.RegionLabel, label)
+		if v, ok := ks.Regions[region]; ok {
+			value = v
+		}
+	}
+	if label == "" {
+		return kube.Placement{}
+	}
+	return kube.Placement{Label: label, Value: value}
+}
+
+// Where the kubernetes provider's network faults act (--kube-network).
+const (
+	// KubeNetworkFabric joins the pods' namespaces to the network fabric:
+	// shaping and partitions, with the pods on this machine.
+	KubeNetworkFabric = "fabric"
+	// KubeNetworkPods puts partition rules in each store pod: any
+	// cluster, partitions only.
+	KubeNetworkPods = "pods"
+)
+
+// chooseNetwork picks the fabric when every pod runs on this machine
+// (unless told otherwise) and rules in the pods when not, and refuses,
+// before any store starts, what the choice cannot play.
+func (k *kubeProvider) chooseNetwork(infra func(string, error) error) error {
+	x := k.c.x
+	notLocal := ""
+	for i, n := range k.nodes {
+		if kube.LocalPID(n.UID()) == 0 {
+			notLocal = fmt.Sprintf("node %s (pod %s/%s)", k.c.nodeName(i+1), x.kube.Namespace(), n.Pod())
+			break
+		}
+	}
+	for _, ws := range k.workers {
+		for _, w := range ws {
+			if notLocal == "" && kube.LocalPID(w.UID()) == 0 {
+				notLocal = fmt.Sprintf("load worker %s", w.Name())
 			}
 		}
+	}
+	mode := x.opts.Kube.Network
+	if mode == "" && (notLocal != "" || x.podNet) && x.opts.Network == "" {
+		mode = KubeNetworkPods
+	}
+	switch mode {
+	case KubeNetworkPods:
+		if err := podNetworkRefusal(x.plan); err != nil {
+			return infra("", err)
+		}
+		for _, c := range x.clusters {
+			if _, ok := c.prov.(*kubeProvider); !ok {
+				return infra("", fmt.Errorf("partition rules in pods need every cluster on the kubernetes provider; cluster %s is not", c.spec.Name))
+			}
+		}
+		if x.opts.Network != "" {
+			return infra("", fmt.Errorf("the network option %q chooses a fabric mode, but the pods' network is rules in pods (--kube-network fabric to use the fabric)", x.opts.Network))
+		}
+		x.podNet = true
+	case "", KubeNetworkFabric:
+		if notLocal != "" {
+			return infra("", fmt.Errorf("the network fabric joins the pods' namespaces, so it needs the pods on this machine; %s is not here (--kube-network pods cuts links with rules in the pods instead)", notLocal))
+		}
+	default:
+		return infra("", fmt.Errorf("--kube-network %q: want %s or %s", mode, KubeNetworkFabric, KubeNetworkPods))
 	}
 	return nil
 }
@@ -125,7 +204,7 @@ func (k *kubeProvider) workerHosts() []netHost {
 	var hs []netHost
 	for _, w := range k.c.plan.Workloads {
 		for i, p := range k.workers[w.Name] {
-			hs = append(hs, netHost{name: workerName(w.Name, i), region: w.Region, attach: kube.LocalPID(p.UID())})
+			hs = append(hs, netHost{name: workerName(w.Name, i), region: w.Region, attach: kube.LocalPID(p.UID()), pod: p.Addr()})
 		}
 	}
 	return hs
@@ -146,5 +225,8 @@ func (k *kubeProvider) addNode(_ *process.Run, _ *fabric.Fabric, i int, _, path 
 	return n, n.SetCommand(path, args)
 }
 
-// sample does nothing: a pod's usage is not read yet.
-func (k *kubeProvider) sample(*metrics.Collector, node, int) {}
+// sample reads a node's usage through its pod's agent, which reads the
+// store's process from /proc as the process provider does here.
+func (k *kubeProvider) sample(coll *metrics.Collector, n node, id int) {
+	coll.SetSource(n.Name(), id, n.(*kube.Node).Usage)
+}

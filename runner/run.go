@@ -16,11 +16,9 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/fabric"
-	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/checker"
-	"github.com/coordlab/scenario/runner/container"
 	"github.com/coordlab/scenario/runner/kube"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
@@ -108,6 +106,11 @@ func Run(ctx context.Context, pl *plan.Plan, opts Options) (*results.Results, er
 	if err != nil {
 		return nil, err
 	}
+	if opts.Kube.Network == KubeNetworkPods {
+		if err := podNetworkRefusal(pl); err != nil {
+			return nil, &UnsupportedError{Features: []string{err.Error()}}
+		}
+	}
 	if err := checkSupported(pl, fabric.Available); err != nil {
 		return nil, err
 	}
@@ -142,6 +145,7 @@ type execution struct {
 	kube     *kube.Run      // the run's namespace, made by the first kubernetes cluster
 	fab      *fabric.Fabric // nil when the run needs no network shaping
 	net      *network
+	podNet   bool // network faults act through rules in pods, not the fabric
 	clusters []*clusterRun
 
 	// epoch is the one clock of the recorded history: every engine's
@@ -242,32 +246,19 @@ func (x *execution) cluster(name string) *clusterRun {
 }
 
 func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
-	// Containers first: they write into run directories ReapStale removes.
-	if removed, err := container.Reap(ctx, x.log); err != nil {
-		x.log.Warn("cleaning up containers of earlier runs", "err", err)
-	} else if len(removed) > 0 {
-		fmt.Fprintf(x.opts.Progress, "removed %d container(s), volume(s) and network(s) left behind by an earlier, killed scenario\n", len(removed))
+	// What earlier, killed runs left behind goes first (see Reap); a
+	// failure only costs a warning, since this run does not need it gone.
+	reaped, rerr := Reap(ctx, ReapOptions{StateDir: x.opts.StateDir, Logger: x.log})
+	for _, line := range reaped.Lines() {
+		fmt.Fprintln(x.opts.Progress, line)
 	}
-
-	reaped, err := process.ReapStale(ctx, x.opts.StateDir, x.log)
-	if err != nil {
-		x.log.Warn("cleaning up after earlier runs", "err", err)
-	} else if n := len(reaped.Runs); n > 0 {
-		fmt.Fprintf(x.opts.Progress, "cleaned up %d run(s) left behind by an earlier, killed scenario\n", n)
-	}
-	if groups, err := faults.ReapCgroups(ctx); err != nil {
-		x.log.Warn("cleaning up blkio groups of earlier runs", "err", err)
-	} else if len(groups) > 0 {
-		fmt.Fprintf(x.opts.Progress, "removed %d blkio group(s) left behind by an earlier, killed scenario\n", len(groups))
-	}
-	if fabric.Available() == nil {
-		// After the processes: their namespaces go once they are gone.
-		namespaces, err := fabric.Reap(ctx, x.log)
-		if err != nil {
-			x.log.Warn("cleaning up network namespaces of earlier runs", "err", err)
-		} else if n := len(namespaces); n > 0 {
-			fmt.Fprintf(x.opts.Progress, "removed %d network namespace(s) left behind by an earlier, killed scenario\n", n)
+	if j, ok := rerr.(interface{ Unwrap() []error }); ok {
+		// One warning per reaper that failed; each error names its reaper.
+		for _, e := range j.Unwrap() {
+			x.log.Warn("cleaning up after earlier runs", "err", e)
 		}
+	} else if rerr != nil {
+		x.log.Warn("cleaning up after earlier runs", "err", rerr)
 	}
 
 	launches := make([]stores.Launcher, len(x.clusters))
@@ -319,7 +310,12 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 			return nil, err
 		}
 	}
-	if needsFabric(x.plan) || x.opts.Network != "" {
+	switch {
+	case x.podNet:
+		if err := x.startPodNetwork(ctx); err != nil {
+			return nil, err
+		}
+	case needsFabric(x.plan) || x.opts.Network != "":
 		if err := x.startFabric(ctx); err != nil {
 			return nil, err
 		}
@@ -382,7 +378,7 @@ func (x *execution) startFabric(ctx context.Context) error {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))
 	}
 	x.fab = fab
-	if x.net, err = newNetwork(ctx, fab, hosts, x.plan.Network); err != nil {
+	if x.net, err = newNetwork(ctx, fabricLinks{fab}, hosts, x.plan.Network); err != nil {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))
 	}
 	fmt.Fprintf(x.opts.Progress, "network: %s\n", x.net.describe())

@@ -49,14 +49,23 @@ phase "p" {
     target = "leader"
   }
 }`, avail: noRoot, want: []string{"need root"}},
-		{name: "a disk fault on a kubernetes cluster is refused", src: strings.Replace(cluster, `nodes = 3`, `nodes = 3
+		{name: "a disk throttle on a kubernetes cluster is refused", src: strings.Replace(cluster, `nodes = 3`, `nodes = 3
+  provider = "kubernetes"`, 1) + `phase "p" {
+  duration = "2s"
+  load "w" {}
+  fault "disk" {
+    target = "leader"
+    throttle = "1MiB/s"
+  }
+}`, avail: ok, want: []string{"disk throttle with the kubernetes provider"}},
+		{name: "competing writers on a kubernetes cluster run", src: strings.Replace(cluster, `nodes = 3`, `nodes = 3
   provider = "kubernetes"`, 1) + `phase "p" {
   duration = "2s"
   load "w" {}
   fault "disk" {
     target = "leader"
   }
-}`, avail: ok, want: []string{"disk faults with the kubernetes provider"}},
+}`, avail: ok},
 		{name: "shaping with root runs", src: cluster + `network {
   default {
     rtt = "10ms"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/coordlab/scenario/images"
@@ -34,9 +35,18 @@ type runFlags struct {
 	provider                                             string
 	kubeconfig, kubeContext, agentImage, kubeRegionLabel string
 	kubeAllowNonTest                                     bool
+	kubeNetwork                                          string
 	verbose                                              bool
 	overwrite                                            bool
 	network                                              string
+}
+
+// kubeClusterFlags declares the flags that choose a Kubernetes cluster and
+// let a non-test one be used, for the named use.
+func kubeClusterFlags(fl *pflag.FlagSet, kubeconfig, kubeContext *string, allowNonTest *bool, use string) {
+	fl.StringVar(kubeconfig, "kubeconfig", "", "kubeconfig for "+use+" (default $KUBECONFIG, then ~/.kube/config)")
+	fl.StringVar(kubeContext, "kube-context", "", "kubeconfig context for "+use+" (default the current one, which must look like a test cluster)")
+	fl.BoolVar(allowNonTest, "kube-allow-nontest", false, "let --kube-context name a cluster that does not look like a test cluster")
 }
 
 func newRunCommand() *cobra.Command {
@@ -70,11 +80,10 @@ comparison.txt and sweep.html.
 	fl.StringVar(&f.stateDir, "state-dir", "", "where run workspaces live (default $XDG_RUNTIME_DIR/scenario or /tmp/scenario-<uid>)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where store binaries are kept (default $XDG_CACHE_HOME/scenario/stores)")
 	fl.StringVar(&f.provider, "provider", "", "run every cluster as \"process\", \"docker\" or \"kubernetes\" whatever the file says (docker needs 'scenario images build' first where no registry is reachable; kubernetes needs KUBECONFIG and the agent image, see 'scenario images agent')")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the kubernetes provider (default $KUBECONFIG, then ~/.kube/config)")
-	fl.StringVar(&f.kubeContext, "kube-context", "", "kubeconfig context for the kubernetes provider (default the current one, which must look like a test cluster)")
-	fl.BoolVar(&f.kubeAllowNonTest, "kube-allow-nontest", false, "let --kube-context name a cluster that does not look like a test cluster")
+	kubeClusterFlags(fl, &f.kubeconfig, &f.kubeContext, &f.kubeAllowNonTest, "the kubernetes provider")
 	fl.StringVar(&f.agentImage, "agent-image", "", "the kubernetes provider's agent image (default "+images.AgentRepo+":<this version>, made by 'scenario images agent')")
 	fl.StringVar(&f.kubeRegionLabel, "kube-region-label", "", "place each node's pod on a Kubernetes node whose label of this name is the node's region (e.g. topology.kubernetes.io/region); default anywhere")
+	fl.StringVar(&f.kubeNetwork, "kube-network", "auto", "where the kubernetes provider's network faults act: \"fabric\" (the pods' namespaces joined to the network fabric: shaping and partitions, pods on this machine), \"pods\" (netfilter rules in each store pod: partitions only, any cluster) or \"auto\" (fabric when every pod is on this machine)")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace the results of an earlier run in --out (refused otherwise)")
 	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (userspace, shapes and cuts) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
@@ -96,6 +105,14 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 		network = runner.NetworkKernel
 	default:
 		return &exitError{code: exitInvalid, err: fmt.Errorf("--network %q: write shaper or kernel", f.network)}
+	}
+	kubeNetwork := f.kubeNetwork
+	switch kubeNetwork {
+	case "auto":
+		kubeNetwork = ""
+	case runner.KubeNetworkFabric, runner.KubeNetworkPods:
+	default:
+		return &exitError{code: exitInvalid, err: fmt.Errorf("--kube-network %q: write auto, fabric or pods", f.kubeNetwork)}
 	}
 	build, err := loadScenario(cmd, path, &f.vars)
 	if err != nil {
@@ -146,7 +163,7 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 			Live:         isTerminal(stderr),
 			Provider:     f.provider,
 			Kube: runner.KubeOptions{Kubeconfig: f.kubeconfig, Context: f.kubeContext, AllowNonTest: f.kubeAllowNonTest,
-				AgentImage: cmp.Or(f.agentImage, images.AgentImage(version)), RegionLabel: f.kubeRegionLabel},
+				AgentImage: cmp.Or(f.agentImage, images.AgentImage(version)), RegionLabel: f.kubeRegionLabel, Network: kubeNetwork},
 			Network: network,
 			Report:  report.WriteInto,
 		})

@@ -77,6 +77,10 @@ func FuzzCLI(f *testing.F) {
 // safeToFuzz leaves out what starts processes or builds, or waits for a
 // Docker engine: run, stores install, images build and list, and the
 // in-pod agent (it supervises and waits; it parses nothing a user writes).
+// reap is left out too: whatever its flags, it removes the containers,
+// blkio groups and network namespaces of dead runners on the whole host,
+// and without --state-dir it reaps the real state directory's runs; with
+// --kubernetes it would connect to a cluster.
 func safeToFuzz(args []string) bool {
 	var words []string
 	for _, a := range args {
@@ -88,7 +92,7 @@ func safeToFuzz(args []string) bool {
 		return true
 	}
 	switch words[0] {
-	case "run", "images", "completion", "agent", "worker":
+	case "run", "images", "completion", "agent", "worker", "reap":
 		return false
 	case "stores":
 		return len(words) < 2 || words[1] != "install"

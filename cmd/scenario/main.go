@@ -145,6 +145,7 @@ availability, failover time and correctness.
 		newImagesCommand(),
 		newCompareCommand(),
 		newReportCommand(),
+		newReapCommand(),
 		newVersionCommand(),
 		newAgentCommand(),
 		newWorkerCommand(),

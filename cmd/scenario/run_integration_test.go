@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/images"
+	"github.com/coordlab/scenario/internal/kubelocal/kubetest"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/container"
 )
@@ -29,7 +30,8 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	// A local Kubernetes, if a test started one, goes at the end.
+	os.Exit(kubetest.Main(m))
 }
 
 // smokeScenario is a short real run: two phases of a few seconds against a

@@ -22,16 +22,32 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/coordlab/scenario/faults"
+	"github.com/coordlab/scenario/internal/netcut"
+	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/runner/metrics"
 )
 
 // Request is one line a client sends.
 type Request struct {
-	Verb  string        `json:"verb"` // start, kill, stop, pause, resume, status, watch
+	Verb  string        `json:"verb"` // start, kill, stop, pause, resume, status, watch, net, disk-start, disk-stop, usage
 	Argv  []string      `json:"argv,omitempty"`
 	Grace time.Duration `json:"grace,omitempty"`
 	// Files are written before a start, path to content: the
 	// configuration a runner wrote for the server on its own machine.
 	Files map[string][]byte `json:"files,omitempty"`
+	// Net replaces the pod's partition rules (verb net).
+	Net *netcut.Rules `json:"net,omitempty"`
+	// Disk starts or stops a disk fault's writers in the pod.
+	Disk *DiskRequest `json:"disk,omitempty"`
+}
+
+// DiskRequest names a disk fault's writers in the pod.
+type DiskRequest struct {
+	ID   string         `json:"id"`
+	Dir  string         `json:"dir,omitempty"`  // disk-start: where to write
+	Spec *plan.DiskSpec `json:"spec,omitempty"` // disk-start
 }
 
 // Event is one line the agent answers with. A watch gets the current
@@ -44,6 +60,12 @@ type Event struct {
 	// Expected is true when the exit was asked for (kill, stop).
 	Expected bool   `json:"expected,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Disk is what a disk fault's writers did (disk-stop), and DiskError
+	// why some of them stopped early.
+	Disk      *faults.DiskTotals `json:"disk,omitempty"`
+	DiskError string             `json:"disk_error,omitempty"`
+	// Usage is the server process's resource use (verb usage).
+	Usage *metrics.Usage `json:"usage,omitempty"`
 }
 
 // Agent supervises one server process.
@@ -57,11 +79,12 @@ type Agent struct {
 	expected bool
 	done     chan struct{} // closed when the current server exits
 	watchers map[chan Event]struct{}
+	disks    map[string]*faults.DiskWriters // by fault
 }
 
 // New returns an agent whose server writes to out.
 func New(out io.Writer) *Agent {
-	return &Agent{out: out, state: Event{State: "stopped"}, watchers: map[chan Event]struct{}{}}
+	return &Agent{out: out, state: Event{State: "stopped"}, watchers: map[chan Event]struct{}{}, disks: map[string]*faults.DiskWriters{}}
 }
 
 // Serve answers requests on the Unix socket at path until ctx ends, then
@@ -125,8 +148,20 @@ func (a *Agent) Do(req Request) Event {
 	case "resume":
 		err = a.signal(syscall.SIGCONT, "running")
 	case "status":
+	case "net":
+		if req.Net == nil {
+			err = errors.New("net: no rules given")
+		} else {
+			err = netcut.Apply(*req.Net)
+		}
+	case "disk-start":
+		err = a.startDisk(req.Disk)
+	case "disk-stop":
+		return a.stopDisk(req.Disk)
+	case "usage":
+		return a.usage()
 	default:
-		err = fmt.Errorf("unknown verb %q (want start, kill, stop, pause, resume, status or watch)", req.Verb)
+		err = fmt.Errorf("unknown verb %q (want start, kill, stop, pause, resume, status, watch, net, disk-start, disk-stop or usage)", req.Verb)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -134,6 +169,70 @@ func (a *Agent) Do(req Request) Event {
 		return Event{State: "error", Error: err.Error()}
 	}
 	return a.state
+}
+
+// usage reads the server's resource use, as the runner reads a process
+// node's: the server's own process, from /proc.
+func (a *Agent) usage() Event {
+	a.mu.Lock()
+	e := a.state
+	a.mu.Unlock()
+	if e.State != "running" && e.State != "paused" {
+		return Event{State: "error", Error: "usage: the server is not running"}
+	}
+	u, err := metrics.ReadProcess(e.PID)
+	if err != nil {
+		return Event{State: "error", Error: "usage: " + err.Error()}
+	}
+	e.Usage = &u
+	return e
+}
+
+// startDisk starts a disk fault's writers. They outlive the request: the
+// agent's own context, not the caller's, ends them (at disk-stop).
+func (a *Agent) startDisk(r *DiskRequest) error {
+	if r == nil || r.Spec == nil || r.ID == "" || !filepath.IsAbs(r.Dir) {
+		return errors.New("disk-start: needs a fault id, an absolute directory and the disk settings")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.disks[r.ID]; ok {
+		return fmt.Errorf("disk-start: fault %s already has writers here", r.ID)
+	}
+	d, err := faults.StartDiskWriters(context.Background(), *r.Spec, r.Dir, r.ID, nil)
+	if err != nil {
+		return fmt.Errorf("disk-start: %w", err)
+	}
+	a.disks[r.ID] = d
+	return nil
+}
+
+// stopDisk stops a disk fault's writers and answers with what they did.
+func (a *Agent) stopDisk(r *DiskRequest) Event {
+	if r == nil {
+		return Event{State: "error", Error: "disk-stop: no fault id given"}
+	}
+	a.mu.Lock()
+	d := a.disks[r.ID]
+	a.mu.Unlock()
+	if d == nil {
+		return Event{State: "error", Error: fmt.Sprintf("disk-stop: fault %s has no writers here", r.ID)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Stop(ctx); err != nil {
+		return Event{State: "error", Error: "disk-stop: " + err.Error()}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.disks, r.ID)
+	e := a.state
+	t := d.Totals()
+	e.Disk = &t
+	if err := d.Err(); err != nil {
+		e.DiskError = err.Error()
+	}
+	return e
 }
 
 func (a *Agent) start(argv []string) error {

@@ -5,9 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coordlab/scenario/plan"
 )
 
 // TestSession drives a real agent supervising sleep through a session:
@@ -99,5 +104,75 @@ func TestSession(t *testing.T) {
 	stop()
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDiskWriters runs a disk fault's writers in the agent, as in a pod:
+// they write until disk-stop, which answers with their totals and removes
+// their files.
+func TestDiskWriters(t *testing.T) {
+	a := New(io.Discard)
+	dir := filepath.Join(t.TempDir(), "contention", "f1")
+	spec := &plan.DiskSpec{BlockSize: 4096, Fsync: true, Parallelism: 2}
+	for _, tc := range []struct {
+		name string
+		req  Request
+		want string // an error the answer carries, "" for none
+	}{
+		{"no settings", Request{Verb: "disk-start", Disk: &DiskRequest{ID: "f1", Dir: dir}}, "needs a fault id"},
+		{"relative dir", Request{Verb: "disk-start", Disk: &DiskRequest{ID: "f1", Dir: "x", Spec: spec}}, "absolute directory"},
+		{"stop before start", Request{Verb: "disk-stop", Disk: &DiskRequest{ID: "f1"}}, "no writers here"},
+		{"start", Request{Verb: "disk-start", Disk: &DiskRequest{ID: "f1", Dir: dir, Spec: spec}}, ""},
+		{"start twice", Request{Verb: "disk-start", Disk: &DiskRequest{ID: "f1", Dir: dir, Spec: spec}}, "already has writers"},
+	} {
+		e := a.Do(tc.req)
+		if got := e.Error; (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Fatalf("%s: answer error %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if ents, _ := os.ReadDir(dir); len(ents) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	e := a.Do(Request{Verb: "disk-stop", Disk: &DiskRequest{ID: "f1"}})
+	if e.Error != "" || e.Disk == nil {
+		t.Fatalf("disk-stop: %+v", e)
+	}
+	if e.Disk.Writes == 0 || e.Disk.Bytes != e.Disk.Writes*4096 || e.Disk.Fsync == nil {
+		t.Errorf("totals %+v: want writes of 4096 bytes with fsync latencies", e.Disk)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("contention dir still there after disk-stop: %v", err)
+	}
+}
+
+func TestNetNeedsRules(t *testing.T) {
+	if e := New(io.Discard).Do(Request{Verb: "net"}); !strings.Contains(e.Error, "no rules") {
+		t.Errorf("net without rules answered %+v", e)
+	}
+}
+
+// TestUsage reads the server's resource use as the runner reads a process
+// node's, and refuses when no server runs.
+func TestUsage(t *testing.T) {
+	a := New(io.Discard)
+	if e := a.Do(Request{Verb: "usage"}); !strings.Contains(e.Error, "not running") {
+		t.Fatalf("usage with no server: %+v", e)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("needs sleep")
+	}
+	if e := a.Do(Request{Verb: "start", Argv: []string{sleep, "30"}}); e.Error != "" {
+		t.Fatal(e.Error)
+	}
+	defer a.Do(Request{Verb: "kill"})
+	e := a.Do(Request{Verb: "usage"})
+	if e.Error != "" || e.Usage == nil || e.Usage.RSS <= 0 || e.PID == 0 {
+		t.Fatalf("usage of a running server: %+v", e)
 	}
 }

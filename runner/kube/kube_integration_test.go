@@ -13,13 +13,16 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/coordlab/scenario/internal/kubelocal"
 
 	"github.com/coordlab/scenario/internal/kubelocal/kubetest"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores/registry"
 )
 
@@ -284,4 +287,94 @@ func restrictedUser(t *testing.T, ctx context.Context, c *kubelocal.Cluster) str
 		t.Fatalf("the restricted user listed secrets: %v", err)
 	}
 	return path
+}
+
+// TestStorageClassAndDisk puts a member's data on a claim of a declared
+// storage class (a static hostPath volume of a class without a
+// provisioner, as a cluster with local volumes has) and runs a disk fault's
+// writers in the pod, on that volume beside the data.
+func TestStorageClassAndDisk(t *testing.T) {
+	d, _ := registry.Lookup("etcd")
+	image := d.Image.Repo + ":" + d.Image.TagPrefix + d.DefaultVersion
+	c, agent := kubetest.Cluster(t, image)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	admin, err := Connect(Options{Kubeconfig: c.Kubeconfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const class = "scn-test-local"
+	mode := storagev1.VolumeBindingImmediate
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &mode}
+	if _, err := admin.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	defer admin.Client.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	volDir := t.TempDir()
+	hostPath := corev1.HostPathDirectory
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "scn-test-pv"},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:              class,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: volDir, Type: &hostPath}},
+		},
+	}
+	if _, err := admin.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+
+	run, err := NewRun(ctx, Options{Kubeconfig: restrictedUser(t, ctx, c), RunID: "test-storage", AgentImage: agent, StopGrace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close(context.Background())
+	dir := t.TempDir()
+	n, err := run.AddNode(ctx, "n1", NodeSpec{Image: image, DataDir: filepath.Join(dir, "n1", "data"), LogPath: filepath.Join(dir, "n1.log"),
+		StorageClass: class, StorageSize: "1Gi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := n.Addr().String()
+	n.SetCommand(d.Image.Server, []string{"--name", "n1", "--data-dir", filepath.Join(n.DataDir(), "etcd"),
+		"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", "http://" + ip + ":2379",
+		"--listen-peer-urls", "http://0.0.0.0:2380", "--initial-advertise-peer-urls", "http://" + ip + ":2380",
+		"--initial-cluster", "n1=http://" + ip + ":2380"})
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The store's data is on the claimed volume.
+	eventually(t, "etcd's data on the volume", func() error {
+		_, err := os.Stat(filepath.Join(volDir, "data", "etcd", "member"))
+		return err
+	})
+
+	part, err := n.StartDiskLoad(ctx, plan.DiskSpec{BlockSize: 16 << 10, Fsync: true, Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the writers' files on the volume, beside the data", func() error {
+		ents, err := os.ReadDir(filepath.Join(volDir, "contention", "disk-1"))
+		if err == nil && len(ents) != 2 {
+			err = fmt.Errorf("%d files, want 2", len(ents))
+		}
+		return err
+	})
+	time.Sleep(300 * time.Millisecond)
+	if err := part.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tot := part.Totals()
+	if tot.Writes == 0 || tot.Bytes != tot.Writes*16<<10 || tot.Fsync == nil || part.Err() != nil {
+		t.Errorf("disk writers in the pod: %+v, err %v", tot, part.Err())
+	}
+	if _, err := os.Stat(filepath.Join(volDir, "contention", "disk-1")); !os.IsNotExist(err) {
+		t.Errorf("the writers' files are still there after Stop: %v", err)
+	}
+	if err := part.Stop(ctx); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestLooksLikeTest(t *testing.T) {
@@ -69,5 +71,50 @@ func TestNames(t *testing.T) {
 		if got := dnsName(in); got != want {
 			t.Errorf("dnsName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestPodFor: a member's pod carries its placement as a required node
+// affinity, its data on a claim when a storage class is declared, and the
+// data volume a second time beside the data path for disk faults.
+func TestPodFor(t *testing.T) {
+	r := &Run{ns: "scn-x", opts: Options{AgentImage: "scenario/agent:test", RunID: "x"}}
+	spec := NodeSpec{Image: "etcd:1", DataDir: "/w/nodes/n1/data", Placement: Placement{Label: "topology.kubernetes.io/zone", Value: "eu-1b"}, StorageClass: "ssd"}
+	pod, err := r.podFor("n1", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if req := terms[0].MatchExpressions[0]; req.Key != "topology.kubernetes.io/zone" || len(req.Values) != 1 || req.Values[0] != "eu-1b" {
+		t.Errorf("affinity %+v", req)
+	}
+	var data *corev1.Volume
+	for i, v := range pod.Spec.Volumes {
+		if v.Name == "data" {
+			data = &pod.Spec.Volumes[i]
+		}
+	}
+	if data == nil || data.PersistentVolumeClaim == nil || data.PersistentVolumeClaim.ClaimName != "n1-data" {
+		t.Errorf("data volume %+v, want the claim n1-data", data)
+	}
+	mounts := map[string]string{}
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		if m.Name == "data" {
+			mounts[m.MountPath] = m.SubPath
+		}
+	}
+	if mounts["/w/nodes/n1/data"] != "data" || mounts["/w/nodes/n1/disk-contention-n1"] != "contention" {
+		t.Errorf("data mounts %v", mounts)
+	}
+	// Without a placement or a class: anywhere, on an emptyDir.
+	pod, err = r.podFor("n1", NodeSpec{Image: "etcd:1", DataDir: "/w/nodes/n1/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.Affinity != nil {
+		t.Errorf("affinity without a placement: %+v", pod.Spec.Affinity)
+	}
+	if _, err := r.podFor("n1", NodeSpec{Image: "etcd:1", DataDir: "rel"}); err == nil {
+		t.Error("a relative data directory was accepted")
 	}
 }

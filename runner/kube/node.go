@@ -49,8 +49,8 @@ type NodeSpec struct {
 	// LogPath is the file on this machine the store's output is appended
 	// to, across restarts.
 	LogPath string
-	// Region places the pod on a node whose RegionLabel is Region.
-	Region string
+	// Placement says which Kubernetes nodes the pod may run on.
+	Placement Placement
 	// StorageClass, when set, puts the data on a PersistentVolumeClaim of
 	// that class instead of an emptyDir.
 	StorageClass string
@@ -75,6 +75,7 @@ type Node struct {
 	exited  chan struct{}
 	last    *podagent.Event
 	sess    session
+	disks   int                // disk faults started, for their ids
 	cancel  context.CancelFunc // ends the watch and the log follower
 	bg      sync.WaitGroup
 }
@@ -169,13 +170,16 @@ func (r *Run) podFor(name string, spec NodeSpec) (*corev1.Pod, error) {
 				Image:           spec.Image,
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{agentBin, "agent", "run", agentSocket, "--grace", r.opts.StopGrace.String()},
+				// The data volume twice: the store's directory, and beside it
+				// (same filesystem) where disk faults write.
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "agent", MountPath: agentDir},
-					{Name: "data", MountPath: spec.DataDir},
+					{Name: "data", MountPath: spec.DataDir, SubPath: "data"},
+					{Name: "data", MountPath: filepath.Join(filepath.Dir(spec.DataDir), "disk-contention-"+name), SubPath: "contention"},
 				},
 				SecurityContext: &corev1.SecurityContext{
-					// tc and iptables in the pod's own network namespace,
-					// for network faults where the node's kernel has them.
+					// Partition rules in the pod's own network namespace
+					// (see SetCuts).
 					Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}},
 				},
 			}},
@@ -185,9 +189,7 @@ func (r *Run) podFor(name string, spec NodeSpec) (*corev1.Pod, error) {
 			},
 		},
 	}
-	if r.opts.RegionLabel != "" && spec.Region != "" {
-		pod.Spec.Affinity = regionAffinity(r.opts.RegionLabel, spec.Region)
-	}
+	pod.Spec.Affinity = spec.Placement.affinity()
 	return pod, nil
 }
 

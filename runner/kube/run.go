@@ -58,9 +58,6 @@ type Options struct {
 	RunID        string
 	// AgentImage is the image the agent comes from (images.AgentImage).
 	AgentImage string
-	// RegionLabel is the node label a node's region is matched against
-	// (topology.kubernetes.io/region, say); "" places pods anywhere.
-	RegionLabel string
 	// StopGrace bounds the stores' stop when the run ends.
 	StopGrace time.Duration
 	Logger    *slog.Logger

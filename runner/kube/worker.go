@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,11 +19,12 @@ type Worker struct {
 	name string
 	pod  string
 	uid  string
+	addr netip.Addr
 }
 
-// AddWorker creates a worker pod named name in region and waits until it
-// runs.
-func (r *Run) AddWorker(ctx context.Context, name, region string) (*Worker, error) {
+// AddWorker creates a worker pod named name, placed as p says, and waits
+// until it runs.
+func (r *Run) AddWorker(ctx context.Context, name string, p Placement) (*Worker, error) {
 	no := false
 	grace := int64(1)
 	pod := &corev1.Pod{
@@ -40,21 +42,23 @@ func (r *Run) AddWorker(ctx context.Context, name, region string) (*Worker, erro
 			}},
 		},
 	}
-	if r.opts.RegionLabel != "" && region != "" {
-		pod.Spec.Affinity = regionAffinity(r.opts.RegionLabel, region)
-	}
+	pod.Spec.Affinity = p.affinity()
 	created, err := r.k.Client.CoreV1().Pods(r.ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create worker pod %s: %w", name, err)
 	}
-	if _, err := r.waitRunning(ctx, created.Name); err != nil {
+	ip, err := r.waitRunning(ctx, created.Name)
+	if err != nil {
 		return nil, fmt.Errorf("worker %s: %w", name, err)
 	}
-	return &Worker{run: r, name: name, pod: created.Name, uid: string(created.UID)}, nil
+	return &Worker{run: r, name: name, pod: created.Name, uid: string(created.UID), addr: ip}, nil
 }
 
 // Name is the worker's name in the run.
 func (w *Worker) Name() string { return w.name }
+
+// Addr is the worker pod's IP.
+func (w *Worker) Addr() netip.Addr { return w.addr }
 
 // UID is the worker pod's UID.
 func (w *Worker) UID() string { return w.uid }
@@ -65,10 +69,19 @@ func (w *Worker) Exec(ctx context.Context, in io.Reader, out io.Writer) error {
 	return w.run.exec(ctx, w.pod, workerCtr, in, out, "/scenario", "worker")
 }
 
-func regionAffinity(label, region string) *corev1.Affinity {
+// Placement puts a pod on the Kubernetes nodes whose label Label has the
+// value Value (a region's nodes); the zero Placement, anywhere.
+type Placement struct {
+	Label, Value string
+}
+
+func (p Placement) affinity() *corev1.Affinity {
+	if p.Label == "" {
+		return nil
+	}
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: label, Operator: corev1.NodeSelectorOpIn, Values: []string{region}}},
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: p.Label, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Value}}},
 		}}},
 	}}
 }

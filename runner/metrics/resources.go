@@ -178,13 +178,20 @@ func (r *ResourceSampler) Nodes() []results.NodeResources {
 
 // Usage is what a node has used so far.
 type Usage struct {
-	CPU     time.Duration // user and system time
-	RSS     int64         // resident memory, bytes
-	Written int64         // bytes written to storage, -1 when unknown
+	CPU     time.Duration `json:"cpu"`     // user and system time
+	RSS     int64         `json:"rss"`     // resident memory, bytes
+	Written int64         `json:"written"` // bytes written to storage, -1 when unknown
 }
 
-func (r *ResourceSampler) read(pid int) (Usage, error) {
-	dir := filepath.Join(r.procRoot, strconv.Itoa(pid))
+func (r *ResourceSampler) read(pid int) (Usage, error) { return readProc(r.procRoot, pid, r.pageSize) }
+
+// ReadProcess reads one process's usage from /proc, as the sampler does
+// for a node that is a process: for an agent that samples a store where it
+// runs (in its pod) and reports to the runner.
+func ReadProcess(pid int) (Usage, error) { return readProc("/proc", pid, int64(os.Getpagesize())) }
+
+func readProc(procRoot string, pid int, pageSize int64) (Usage, error) {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	st := Usage{Written: -1}
 	b, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
@@ -207,7 +214,7 @@ func (r *ResourceSampler) read(pid int) (Usage, error) {
 	if err != nil {
 		return st, fmt.Errorf("sample pid %d: statm: %w", pid, err)
 	}
-	st.RSS = pages * r.pageSize
+	st.RSS = pages * pageSize
 	// /proc/PID/io needs ptrace access to the process; without it disk
 	// writes are simply not reported.
 	if b, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
