@@ -37,6 +37,39 @@ type kubeProvider struct {
 	image   string
 	nodes   []*kube.Node
 	workers map[string][]*kube.Worker // by workload, in worker order
+	pids    map[string]int            // localPID's answers, by pod UID
+}
+
+// localPID is kube.LocalPID, asked once per pod: each call walks the
+// machine's control groups, and the pod's first process (its agent or
+// sandbox) lives as long as the pod.
+func (k *kubeProvider) localPID(uid string) int {
+	if pid, ok := k.pids[uid]; ok {
+		return pid
+	}
+	if k.pids == nil {
+		k.pids = map[string]int{}
+	}
+	k.pids[uid] = kube.LocalPID(uid)
+	return k.pids[uid]
+}
+
+// notLocal names the first of the cluster's pods that does not run on
+// this machine, or "" when they all do.
+func (k *kubeProvider) notLocal() string {
+	for i, n := range k.nodes {
+		if k.localPID(n.UID()) == 0 {
+			return fmt.Sprintf("node %s (pod %s/%s)", k.c.nodeName(i+1), k.c.x.kube.Namespace(), n.Pod())
+		}
+	}
+	for _, ws := range k.workers {
+		for _, w := range ws {
+			if k.localPID(w.UID()) == 0 {
+				return fmt.Sprintf("load worker %s", w.Name())
+			}
+		}
+	}
+	return ""
 }
 
 func (k *kubeProvider) launcher(_ context.Context, c plan.ClusterSpec, drv stores.Driver, _ Options) (stores.Launcher, error) {
@@ -156,20 +189,7 @@ const (
 // before any store starts, what the choice cannot play.
 func (k *kubeProvider) chooseNetwork(infra func(string, error) error) error {
 	x := k.c.x
-	notLocal := ""
-	for i, n := range k.nodes {
-		if kube.LocalPID(n.UID()) == 0 {
-			notLocal = fmt.Sprintf("node %s (pod %s/%s)", k.c.nodeName(i+1), x.kube.Namespace(), n.Pod())
-			break
-		}
-	}
-	for _, ws := range k.workers {
-		for _, w := range ws {
-			if notLocal == "" && kube.LocalPID(w.UID()) == 0 {
-				notLocal = fmt.Sprintf("load worker %s", w.Name())
-			}
-		}
-	}
+	notLocal := k.notLocal()
 	mode := x.opts.Kube.Network
 	if mode == "" && (notLocal != "" || x.podNet) && x.opts.Network == "" {
 		mode = KubeNetworkPods
@@ -204,13 +224,13 @@ func (k *kubeProvider) workerHosts() []netHost {
 	var hs []netHost
 	for _, w := range k.c.plan.Workloads {
 		for i, p := range k.workers[w.Name] {
-			hs = append(hs, netHost{name: workerName(w.Name, i), region: w.Region, attach: kube.LocalPID(p.UID()), pod: p.Addr()})
+			hs = append(hs, netHost{name: workerName(w.Name, i), region: w.Region, attach: k.localPID(p.UID()), pod: p.Addr()})
 		}
 	}
 	return hs
 }
 
-func (k *kubeProvider) namespacePID(i int) int { return kube.LocalPID(k.nodes[i-1].UID()) }
+func (k *kubeProvider) namespacePID(i int) int { return k.localPID(k.nodes[i-1].UID()) }
 
 func (k *kubeProvider) addrs() []netip.Addr {
 	out := make([]netip.Addr, len(k.nodes))

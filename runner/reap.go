@@ -39,6 +39,8 @@ type ReapReport struct {
 	NetworkNamespaces []string
 	// KubeNamespaces are the kubernetes namespaces of runs of this host.
 	KubeNamespaces []string
+	// Failed holds an error per reaper that failed, each naming it.
+	Failed []error
 }
 
 // Empty reports whether nothing was removed.
@@ -73,33 +75,31 @@ func (r ReapReport) Lines() []string {
 // anything.
 //
 // Every reaper runs even when an earlier one failed; the report holds what
-// was removed and the error joins every failure, each saying which reaper
-// it was.
+// was removed and each failure (Failed), and the error joins them.
 func Reap(ctx context.Context, o ReapOptions) (ReapReport, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var rep ReapReport
-	var errs []error
 
 	// Containers first: they write into run directories ReapStale removes.
 	removed, err := container.Reap(ctx, log)
 	rep.Containers = removed
 	if err != nil {
-		errs = append(errs, fmt.Errorf("reap containers, volumes and networks: %w", err))
+		rep.Failed = append(rep.Failed, fmt.Errorf("reap containers, volumes and networks: %w", err))
 	}
 
 	reaped, err := process.ReapStale(ctx, o.StateDir, log)
 	rep.Runs = reaped.Runs
 	if err != nil {
-		errs = append(errs, fmt.Errorf("reap runs: %w", err))
+		rep.Failed = append(rep.Failed, fmt.Errorf("reap runs: %w", err))
 	}
 
 	groups, err := faults.ReapCgroups(ctx)
 	rep.BlkioGroups = groups
 	if err != nil {
-		errs = append(errs, fmt.Errorf("reap blkio groups: %w", err))
+		rep.Failed = append(rep.Failed, fmt.Errorf("reap blkio groups: %w", err))
 	}
 
 	if fabric.Available() == nil {
@@ -107,7 +107,7 @@ func Reap(ctx context.Context, o ReapOptions) (ReapReport, error) {
 		namespaces, err := fabric.Reap(ctx, log)
 		rep.NetworkNamespaces = namespaces
 		if err != nil {
-			errs = append(errs, fmt.Errorf("reap network namespaces: %w", err))
+			rep.Failed = append(rep.Failed, fmt.Errorf("reap network namespaces: %w", err))
 		}
 	}
 
@@ -115,10 +115,10 @@ func Reap(ctx context.Context, o ReapOptions) (ReapReport, error) {
 		namespaces, err := reapKube(ctx, *o.Kube, log)
 		rep.KubeNamespaces = namespaces
 		if err != nil {
-			errs = append(errs, fmt.Errorf("reap kubernetes namespaces: %w", err))
+			rep.Failed = append(rep.Failed, fmt.Errorf("reap kubernetes namespaces: %w", err))
 		}
 	}
-	return rep, errors.Join(errs...)
+	return rep, errors.Join(rep.Failed...)
 }
 
 // reapKube connects as the kubernetes provider would, refusing a cluster

@@ -248,17 +248,13 @@ func (x *execution) cluster(name string) *clusterRun {
 func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 	// What earlier, killed runs left behind goes first (see Reap); a
 	// failure only costs a warning, since this run does not need it gone.
-	reaped, rerr := Reap(ctx, ReapOptions{StateDir: x.opts.StateDir, Logger: x.log})
+	reaped, _ := Reap(ctx, ReapOptions{StateDir: x.opts.StateDir, Logger: x.log})
 	for _, line := range reaped.Lines() {
 		fmt.Fprintln(x.opts.Progress, line)
 	}
-	if j, ok := rerr.(interface{ Unwrap() []error }); ok {
-		// One warning per reaper that failed; each error names its reaper.
-		for _, e := range j.Unwrap() {
-			x.log.Warn("cleaning up after earlier runs", "err", e)
-		}
-	} else if rerr != nil {
-		x.log.Warn("cleaning up after earlier runs", "err", rerr)
+	// One warning per reaper that failed; each error names its reaper.
+	for _, e := range reaped.Failed {
+		x.log.Warn("cleaning up after earlier runs", "err", e)
 	}
 
 	launches := make([]stores.Launcher, len(x.clusters))

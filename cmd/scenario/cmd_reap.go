@@ -79,11 +79,7 @@ func reap(cmd *cobra.Command, f *reapFlags) error {
 	if err != nil {
 		// One line per reaper that failed, each beginning with its name;
 		// execute would print a joined error's lines as one.
-		failures := []error{err}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			failures = j.Unwrap()
-		}
-		for _, e := range failures {
+		for _, e := range rep.Failed {
 			fmt.Fprintf(stderr, "Error: %s\n", escapeControls(e.Error()))
 		}
 		// exitCheckFailed is 1: the command ran, and a reaper did not finish.

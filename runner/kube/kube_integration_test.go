@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/coordlab/scenario/images"
 	"github.com/coordlab/scenario/internal/kubelocal"
 
 	"github.com/coordlab/scenario/internal/kubelocal/kubetest"
@@ -32,8 +33,8 @@ func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
 // through every fault the agent carries out: kill, restart with the same
 // data, stop, pause, and an exit nobody asked for.
 func TestEtcdPods(t *testing.T) {
-	d, _ := registry.Lookup("etcd")
-	image := d.Image.Repo + ":" + d.Image.TagPrefix + d.DefaultVersion
+	d, _ := registry.Lookup(plan.StoreEtcd)
+	image := images.Default(plan.StoreEtcd, "")
 	c, agent := kubetest.Cluster(t, image)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -294,8 +295,8 @@ func restrictedUser(t *testing.T, ctx context.Context, c *kubelocal.Cluster) str
 // provisioner, as a cluster with local volumes has) and runs a disk fault's
 // writers in the pod, on that volume beside the data.
 func TestStorageClassAndDisk(t *testing.T) {
-	d, _ := registry.Lookup("etcd")
-	image := d.Image.Repo + ":" + d.Image.TagPrefix + d.DefaultVersion
+	d, _ := registry.Lookup(plan.StoreEtcd)
+	image := images.Default(plan.StoreEtcd, "")
 	c, agent := kubetest.Cluster(t, image)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
