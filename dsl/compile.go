@@ -166,5 +166,10 @@ func faultSpec(f *Fault, ph *Phase, seed int64, id string) *plan.FaultSpec {
 		d := *f.Disk
 		spec.Disk = &d
 	}
+	if f.Vanish != nil {
+		v := *f.Vanish
+		spec.Vanish = &v
+	}
+	spec.Workload = f.Workload
 	return spec
 }

@@ -124,10 +124,12 @@ func onlyWorkloads(n *metricNode, hint string) {
 // clusterTree is the phase and run scopes over the workloads of cluster,
 // or of every cluster when cluster is "".
 func clusterTree(p *plan.Plan, cluster string) *metricNode {
-	mixes := map[string][]plan.OpWeight{}
+	mixes := map[string][]string{}
+	registries, locks, watches := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, w := range p.Workloads {
 		if cluster == "" || w.Cluster == cluster {
-			mixes[w.Name] = w.Mix
+			mixes[w.Name] = w.Ops()
+			registries[w.Name], locks[w.Name], watches[w.Name] = w.Registry != nil, w.Lock != nil, w.Watches != nil
 		}
 	}
 	scope := func(workloads []string) *metricNode {
@@ -137,9 +139,9 @@ func clusterTree(p *plan.Plan, cluster string) *metricNode {
 		wn := object()
 		for _, w := range workloads {
 			var wops []string
-			for _, m := range mixes[w] {
-				ops[m.Op] = true
-				wops = append(wops, m.Op)
+			for _, op := range mixes[w] {
+				ops[op] = true
+				wops = append(wops, op)
 			}
 			one := object()
 			statsNode(one, workloadStats)
@@ -148,7 +150,7 @@ func clusterTree(p *plan.Plan, cluster string) *metricNode {
 		}
 		n.children[scopeWorkload] = wn
 		var list []string
-		for _, op := range plan.AllOps {
+		for _, op := range plan.MeasuredOps {
 			if ops[op] {
 				list = append(list, op)
 			}
@@ -176,6 +178,28 @@ func clusterTree(p *plan.Plan, cluster string) *metricNode {
 	run := scope(sortedKeys(all))
 	run.children[plan.MetricLinearizable] = leaf(cty.Bool)
 	run.children[plan.MetricLostWrites] = leaf(cty.Number)
+	for w := range all {
+		if watches[w] {
+			run.children[scopeWorkload].children[w].children[plan.MetricWatchesHeld] = leaf(cty.Number)
+		}
+		if locks[w] {
+			wn := run.children[scopeWorkload].children[w]
+			wn.children[plan.MetricMutexOK] = leaf(cty.Bool)
+			wn.children[plan.MetricOverlaps] = leaf(cty.Number)
+		}
+		if !registries[w] {
+			continue
+		}
+		run.children[plan.MetricWatchOK] = leaf(cty.Bool)
+		wn := run.children[scopeWorkload].children[w]
+		for _, m := range plan.RegistryMetrics {
+			if m == plan.MetricWatchOK {
+				wn.children[m] = leaf(cty.Bool)
+			} else {
+				wn.children[m] = leaf(cty.Number)
+			}
+		}
+	}
 	root.children[scopeRun] = run
 	return root
 }
@@ -215,7 +239,7 @@ func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
 				"%s is a single value; it has no %q.", strings.Join(path, "."), name)
 		}
 		next, ok := cur.children[name]
-		if !ok && contains(plan.AllOps, name) && cur.children[plan.MetricAvailability] != nil {
+		if !ok && contains(plan.MeasuredOps, name) && cur.children[plan.MetricAvailability] != nil {
 			// A real operation that nothing in this scope performs.
 			return nil, errorAt(step.SourceRange(), "Operation not measured here",
 				"No workload that %s covers has %q in its mix, so it has no %s metrics. %s", strings.Join(path, "."), name, name, opsHint(cur))
@@ -237,7 +261,7 @@ func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
 // opsHint lists the operations measured in a scope.
 func opsHint(n *metricNode) string {
 	var ops []string
-	for _, op := range plan.AllOps {
+	for _, op := range plan.MeasuredOps {
 		if _, ok := n.children[op]; ok {
 			ops = append(ops, op)
 		}

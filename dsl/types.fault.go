@@ -41,7 +41,8 @@ var faultKinds = map[string]faultKind{
 	plan.FaultKill:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
 	plan.FaultStop:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
 	plan.FaultRestart: {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
-	plan.FaultPause:   {target: targetRequired, windowed: true},
+	plan.FaultPause:   {attrs: []string{"workload"}, target: targetRequired, windowed: true, decode: decodePauseWorkload},
+	plan.FaultVanish:  {attrs: []string{"workload", "count", "fraction"}, windowed: true, decode: decodeVanishFault},
 	plan.FaultDisk: {
 		attrs: []string{"rate", "block_size", "fsync", "parallelism", "throttle"}, target: targetRequired, windowed: true,
 		decode: decodeDiskFault,
@@ -85,6 +86,10 @@ type Fault struct {
 	RestartAfter  plan.Duration
 	restartRange  hcl.Range
 	Disk          *plan.DiskSpec
+	Vanish        *plan.VanishSpec
+	// Workload, on a pause, names the lock workload whose holder freezes.
+	Workload      string
+	workloadRange hcl.Range
 }
 
 func decodeFault(block *hcl.Block, d *decoder) *Fault {
@@ -133,7 +138,11 @@ func decodeFault(block *hcl.Block, d *decoder) *Fault {
 		f.Every, _ = d.duration(attr, false)
 	}
 	decodeTarget(f, a, d)
-	if kind.target == targetRequired && !f.targetSet {
+	if _, holder := a["workload"]; holder && f.Kind == plan.FaultPause {
+		if f.targetSet {
+			d.errorf(f.targetRange, "Both target and workload", "A pause freezes either nodes (`target`) or a lock workload's holder (`workload`), not both.")
+		}
+	} else if kind.target == targetRequired && !f.targetSet {
 		d.errorf(block.DefRange, "Missing fault target",
 			"Say which nodes the %s fault acts on: `target = \"leader\"` (or \"follower\", \"minority\", \"majority\", \"random\", \"all\"), `target = 2` for node n2, `target = [1, 3]`, or `region = \"eu-west\"`.", f.Kind)
 	}
@@ -373,4 +382,45 @@ func sortedInts(in []int) []int {
 	out := append([]int(nil), in...)
 	sort.Ints(out)
 	return out
+}
+
+// decodeVanishFault reads a vanish fault: which registry, and how many of
+// its instances (count, or fraction of those registered; default one).
+func decodeVanishFault(f *Fault, a hcl.Attributes, d *decoder) {
+	v := &plan.VanishSpec{}
+	f.Vanish = v
+	f.workloadRange = f.DeclRange
+	if attr, ok := a["workload"]; ok {
+		f.workloadRange = attr.Expr.Range()
+		v.Workload, _ = d.str(attr)
+	} else {
+		d.errorf(f.DeclRange, "Missing workload", "Say whose instances vanish: `workload = \"services\"`, the name of a workload with a registry block.")
+	}
+	count, hasCount := a["count"]
+	fraction, hasFraction := a["fraction"]
+	switch {
+	case hasCount && hasFraction:
+		d.errorf(fraction.Range, "Both count and fraction", "Say how many instances vanish either with `count` or with `fraction`, not both.")
+	case hasCount:
+		n, _ := d.integer(count, 1, maxInstances)
+		v.Count = int(n)
+	case hasFraction:
+		if x, ok := d.number(fraction); ok {
+			if x <= 0 || x > 1 {
+				d.errorf(fraction.Expr.Range(), "Invalid fraction", "fraction is the share of registered instances that vanish, above 0 and at most 1, such as 0.1.")
+			}
+			v.Fraction = x
+		}
+	default:
+		v.Count = 1
+	}
+}
+
+// decodePauseWorkload reads the workload of a pause that freezes a lock
+// workload's holder instead of nodes.
+func decodePauseWorkload(f *Fault, a hcl.Attributes, d *decoder) {
+	if attr, ok := a["workload"]; ok {
+		f.workloadRange = attr.Expr.Range()
+		f.Workload, _ = d.str(attr)
+	}
 }

@@ -14,8 +14,8 @@ import (
 
 const blockWorkload = "workload"
 
-var workloadSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: blockClient}}, Attributes: []hcl.AttributeSchema{
-	{Name: "cluster"}, {Name: "region"}, {Name: "mix", Required: true}, {Name: "consistency"},
+var workloadSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: blockClient}, {Type: blockRegistry}, {Type: blockLock}, {Type: blockWatches}}, Attributes: []hcl.AttributeSchema{
+	{Name: "cluster"}, {Name: "region"}, {Name: "mix"}, {Name: "consistency"},
 	{Name: "key_size"}, {Name: "value_size"}, {Name: "keyspace"}, {Name: "key_prefix"},
 	{Name: "distribution"}, {Name: "zipf_s"}, {Name: "seed"},
 	{Name: "clients"}, {Name: "conns"}, {Name: "timeout"}, {Name: "range_limit"}, {Name: "preload"},
@@ -56,6 +56,8 @@ type Workload struct {
 	preloadSet     bool
 	// clientRanges is where each client attribute is written.
 	clientRanges map[string]hcl.Range
+	// registryRanges is where a registry block is written, if any.
+	registryRanges registryRanges
 }
 
 func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diagnostics) {
@@ -74,6 +76,54 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 			continue
 		}
 		decodeClient(b, w, d)
+	}
+	for i, b := range content.Blocks.OfType(blockRegistry) {
+		if i > 0 {
+			d.errorf(b.DefRange, "Duplicate registry block", "A workload has one registry block; merge the two.")
+			continue
+		}
+		decodeRegistry(b, w, d)
+	}
+	for i, b := range content.Blocks.OfType(blockLock) {
+		if i > 0 || w.Spec.Registry != nil {
+			d.errorf(b.DefRange, "Second kind of workload", "A workload has at most one registry, lock or watches block; make a workload of its own for each.")
+			continue
+		}
+		decodeLock(b, w, d)
+	}
+	for i, b := range content.Blocks.OfType(blockWatches) {
+		if i > 0 || w.Spec.Registry != nil || w.Spec.Lock != nil {
+			d.errorf(b.DefRange, "Second kind of workload", "A workload has at most one registry, lock or watches block; make a workload of its own for each.")
+			continue
+		}
+		decodeWatches(b, w, d)
+	}
+	_, hasMix := content.Attributes["mix"]
+	switch {
+	case w.Spec.Registry != nil || w.Spec.Lock != nil || w.Spec.Watches != nil:
+		kind := blockRegistry
+		switch {
+		case w.Spec.Lock != nil:
+			kind = blockLock
+		case w.Spec.Watches != nil:
+			kind = blockWatches
+		}
+		for _, attr := range sortedAttributes(content.Attributes) {
+			if why, ok := registryOnly[attr.Name]; ok {
+				d.errorf(attr.NameRange, "Attribute not for a "+kind,
+					"A workload with a %s block takes no %q: %s. Remove it, or make a workload of its own for it.", kind, attr.Name, why)
+			}
+		}
+		// Registrations go spec.Clients at a time; a registry's keys
+		// are its own, named by instance and generation.
+		w.Spec.KeyPrefix = "/scenario/" + name + "/instances/"
+		if w.Spec.Lock != nil || w.Spec.Watches != nil {
+			w.Spec.KeyPrefix = "/scenario/" + name + "/"
+		}
+		w.Spec.Keyspace, w.Spec.Distribution, w.Spec.RangeLimit = 0, "", 0
+	case !hasMix:
+		d.errorf(block.DefRange, "Missing mix",
+			"A workload needs `mix = { put = 0.8, get = 0.2 }` (the key-value operations it sends), a registry block (instances that register and heartbeat, watchers that watch them) or a lock block (contenders for one lock).")
 	}
 	keySizeSet := false
 	for _, attr := range sortedAttributes(content.Attributes) {
@@ -144,6 +194,9 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 				w.Spec.Preload = true
 			}
 		}
+	}
+	if w.Spec.Registry != nil || w.Spec.Lock != nil || w.Spec.Watches != nil {
+		return w, d.diags
 	}
 	if w.Spec.KeySize > 0 && w.Spec.Keyspace > 0 {
 		need := len(w.Spec.KeyPrefix) + len(strconv.FormatInt(w.Spec.Keyspace-1, 10))

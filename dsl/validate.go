@@ -74,6 +74,9 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 		// A store named wrongly is reported where it is written.
 		if drv, ok := registry.Lookup(c.Spec.Store); ok {
 			add(validateForStore(w, c.Spec, drv)...)
+			add(validateRegistry(w, c.Spec, drv.MinTTL, drv.RegistryRecipes)...)
+			add(validateWatches(w, c.Spec, drv)...)
+			add(validateRecipe(w, c.Spec, drv)...)
 		}
 		if !w.regionSet {
 			regions := distinct(c.Spec.Placement)
@@ -123,11 +126,23 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 				continue
 			}
 			loaded[l.Workload] = true
+			if ws := workloads[l.Workload].Spec; (ws.Registry != nil || ws.Lock != nil || ws.Watches != nil) && (l.Open || l.ClientsFrom != 0) {
+				add(errorAt(l.DeclRange, "A registry's load takes no clients or rate",
+					"Workload %q is a registry or lock workload: a load of it only says it lives during the phase. Size it in its own block (instances, contenders, ...) and write `load %q {}`.", l.Workload, l.Workload))
+			}
 		}
 		names := duplicateCheck{}
 		for _, ft := range p.Faults {
 			if ft.Name != ft.Kind {
 				add(nonNil(names.check("fault", ft.Name, ft.DeclRange))...)
+			}
+			if ft.Vanish != nil {
+				add(validateVanish(ft, workloads, workloadNames)...)
+				continue
+			}
+			if ft.Workload != "" {
+				add(validateHolderPause(ft, workloads, workloadNames)...)
+				continue
 			}
 			c := resolveCluster(ft.Cluster, ft.clusterSet, ft.clusterRange, ft.DeclRange, "fault")
 			if c != nil {
@@ -144,6 +159,44 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// validateVanish checks that a vanish fault names a registry workload, and
+// takes its cluster from it.
+func validateVanish(f *Fault, workloads map[string]*Workload, names []string) hcl.Diagnostics {
+	w, ok := workloads[f.Vanish.Workload]
+	switch {
+	case f.Vanish.Workload == "":
+		return nil // reported as missing
+	case !ok:
+		return hcl.Diagnostics{errorAt(f.workloadRange, "Unknown workload", "No workload is named %q. %s", f.Vanish.Workload, didYouMean(f.Vanish.Workload, names))}
+	case w.Spec.Registry == nil:
+		return hcl.Diagnostics{errorAt(f.workloadRange, "Not a registry",
+			"Workload %q has no registry block, so it has no instances to vanish. Name a workload with `registry { instances = ..., ttl = ... }`.", f.Vanish.Workload)}
+	case f.clusterSet && f.Cluster != w.Spec.Cluster:
+		return hcl.Diagnostics{errorAt(f.clusterRange, "Wrong cluster",
+			"Workload %q runs against cluster %q; a vanish fault acts on its instances there. Remove `cluster`.", f.Vanish.Workload, w.Spec.Cluster)}
+	}
+	f.Cluster = w.Spec.Cluster
+	return nil
+}
+
+// validateHolderPause checks that a pause naming a workload names a lock
+// workload, and takes its cluster from it.
+func validateHolderPause(f *Fault, workloads map[string]*Workload, names []string) hcl.Diagnostics {
+	w, ok := workloads[f.Workload]
+	switch {
+	case !ok:
+		return hcl.Diagnostics{errorAt(f.workloadRange, "Unknown workload", "No workload is named %q. %s", f.Workload, didYouMean(f.Workload, names))}
+	case w.Spec.Lock == nil:
+		return hcl.Diagnostics{errorAt(f.workloadRange, "Not a lock workload",
+			"A pause with a workload freezes that workload's lock holder, and workload %q has no lock block. Pause nodes with `target`, or name a workload with `lock { ... }`.", f.Workload)}
+	case f.clusterSet && f.Cluster != w.Spec.Cluster:
+		return hcl.Diagnostics{errorAt(f.clusterRange, "Wrong cluster",
+			"Workload %q runs against cluster %q. Remove `cluster`.", f.Workload, w.Spec.Cluster)}
+	}
+	f.Cluster = w.Spec.Cluster
+	return nil
 }
 
 // maxRunDuration bounds the whole timeline: 30 days.

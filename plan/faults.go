@@ -11,6 +11,8 @@ const (
 	FaultRestart   = "restart"
 	FaultPause     = "pause"
 	FaultDisk      = "disk"
+	// FaultVanish makes registry instances die silently (VanishSpec).
+	FaultVanish = "vanish"
 )
 
 // FaultKind is what every part of scenario knows of one kind of fault,
@@ -40,6 +42,7 @@ func FaultKinds() []FaultKind {
 		{Name: FaultNetwork, LeaderStays: true, Undo: "restore links"},
 		{Name: FaultPartition, Silences: true, Undo: "heal"},
 		{Name: FaultDisk, LeaderStays: true, Undo: "stop contention"},
+		{Name: FaultVanish, LeaderStays: true, Undo: "register again"},
 	}
 }
 

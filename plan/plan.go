@@ -248,6 +248,13 @@ type WorkloadSpec struct {
 	// rate with the kubernetes provider, each in a pod of its own; 0
 	// means one. Other providers run the workload in the runner.
 	Workers int `json:"workers,omitempty"`
+	// Registry makes the workload a service registry instead of a mix of
+	// key-value operations (Mix is then empty).
+	Registry *RegistrySpec `json:"registry,omitempty"`
+	// Lock makes the workload contenders for one lock.
+	Lock *LockSpec `json:"lock,omitempty"`
+	// Watches makes the workload hold many watches.
+	Watches *WatchesSpec `json:"watches,omitempty"`
 }
 
 // Workload endpoint choices.
@@ -351,6 +358,10 @@ type FaultSpec struct {
 	Partition    *PartitionSpec `json:"partition,omitempty"`
 	RestartAfter Duration       `json:"restart_after,omitempty"` // kill and stop: restart after this long (0: stay down)
 	Disk         *DiskSpec      `json:"disk,omitempty"`
+	Vanish       *VanishSpec    `json:"vanish,omitempty"`
+	// Workload, on a pause fault, pauses that lock workload's holder (its
+	// connections) instead of nodes.
+	Workload string `json:"workload,omitempty"`
 }
 
 // NetworkEffect replaces the shaping of the links it names while it lasts.
@@ -502,6 +513,9 @@ var ErrorClasses = []string{ErrTimeout, ErrUnavailable, ErrConnection, ErrOther}
 const (
 	MetricLinearizable = "linearizable" // bool: true only when the checker proved it
 	MetricLostWrites   = "lost_writes"  // acknowledged writes not read back after the run
+	// MetricWatchOK is true when every registry watcher saw what its
+	// store's watch semantics promise (runner/checker.CheckWatches).
+	MetricWatchOK = "watch_ok"
 )
 
 // String renders the target for plans and logs.

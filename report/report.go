@@ -57,7 +57,16 @@ type page struct {
 	Checks      []checkRow
 	Correctness []field
 	Evidence    string
-	Notes       []field
+	// Coordination holds each registry, lock and watches workload's
+	// figures and verdicts.
+	Coordination []coordBlock
+	Notes        []field
+}
+
+// coordBlock is one coordination workload's figures.
+type coordBlock struct {
+	Title  string
+	Fields []field
 }
 
 type field struct{ Name, Value string }
@@ -137,6 +146,7 @@ func newPage(r *results.Results, hlogDir string) (*page, error) {
 		Notes:   sortedFields(r.Notes),
 	}
 	pg.Correctness, pg.Evidence = correctness(r.Correctness)
+	pg.Coordination = coordination(r)
 	o, end := newOverlay(r), runEnd(r)
 	for _, build := range []func() (figure, error){
 		func() (figure, error) { return latencyFigure(r, o, end) },
@@ -428,6 +438,55 @@ func correctness(c *results.Correctness) (fields []field, evidence string) {
 		fields = append(fields, field{"detail", c.Detail})
 	}
 	return fields, c.Visualization
+}
+
+// coordination renders what registries, locks and watches workloads
+// measured besides their operations, which the phase table shows.
+func coordination(r *results.Results) []coordBlock {
+	var out []coordBlock
+	for _, g := range r.Registries {
+		watch := fmt.Sprintf("kept (%d events, %s model)", g.Watch.Events, g.Watch.Model)
+		if !g.Watch.OK {
+			watch = "BROKEN: " + g.Watch.Detail
+		}
+		fs := []field{
+			{"instances", fmt.Sprintf("%d (ttl %s, heartbeat %s), %d watchers", g.Instances, fmtMS(g.TTLMS), fmtMS(g.HeartbeatMS), g.Watchers)},
+			{"registrations/s", fmt.Sprintf("%.0f", g.RegistrationsPerS)},
+			{"vanished / detected", fmt.Sprintf("%d / %d", g.Vanished, g.Detected)},
+			{"expired while heartbeating", fmt.Sprint(g.Expired)},
+			{"watch promises", watch},
+		}
+		if g.MemoryPerInstanceKiB != nil {
+			fs = append(fs, field{"server memory per instance", fmt.Sprintf("%.1f KiB", *g.MemoryPerInstanceKiB)})
+		}
+		if g.ViolationsFile != "" {
+			fs = append(fs, field{"evidence", g.ViolationsFile})
+		}
+		out = append(out, coordBlock{Title: "Registry " + g.Workload + " (" + g.Store + ")", Fields: fs})
+	}
+	for _, l := range r.Locks {
+		verdict := "held: no two contenders believed they held the lock at once"
+		if !l.MutexOK {
+			verdict = fmt.Sprintf("BROKEN: %d pairs of overlapping holds; %s", l.Overlaps, l.Detail)
+		}
+		fs := []field{
+			{"contenders", fmt.Sprintf("%d (ttl %s, hold %s)", l.Contenders, fmtMS(l.TTLMS), fmtMS(l.HoldMS))},
+			{"holds / lost / paused", fmt.Sprintf("%d / %d / %d", l.Holds, l.Lost, l.Paused)},
+			{"mutual exclusion", verdict},
+		}
+		if l.OverlapsFile != "" {
+			fs = append(fs, field{"evidence", l.OverlapsFile})
+		}
+		out = append(out, coordBlock{Title: "Lock " + l.Workload + " (" + l.Store + ")", Fields: fs})
+	}
+	for _, w := range r.Watches {
+		fs := []field{{"watches held", fmt.Sprintf("%d of %d", w.Held, w.Keys)}, {"set in", fmt.Sprintf("%s (%.0f/s)", fmtMS(w.SetMS), w.SetPerS)}}
+		if w.Error != "" {
+			fs = append(fs, field{"error", w.Error})
+		}
+		out = append(out, coordBlock{Title: "Watches " + w.Workload + " (" + w.Store + ")", Fields: fs})
+	}
+	return out
 }
 
 func sortedFields(m map[string]string) []field {

@@ -210,6 +210,17 @@ func TestWriteSampleContents(t *testing.T) {
 		}
 	})
 
+	t.Run("coordination workloads", func(t *testing.T) {
+		all := textOf(doc)
+		for _, want := range []string{"Registry svc (etcd)", "registrations/s295", "vanished / detected10 / 10",
+			"BROKEN: 1 broken promise(s); first: watcher 1, missed", "watch-violations-svc.json",
+			"Lock locks (etcd)", "BROKEN: 2 pairs of overlapping holds; contender 1 held the lock"} {
+			if !strings.Contains(all, want) {
+				t.Errorf("the report lacks %q", want)
+			}
+		}
+	})
+
 	t.Run("phases and faults", func(t *testing.T) {
 		ph := textOf(byID(doc, "phases"))
 		for _, want := range []string{"steady", "failover", "2 ms / 5 ms", "98%", "1.5 s"} {

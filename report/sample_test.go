@@ -40,6 +40,11 @@ func sample() *results.Results {
 		},
 		Correctness: &results.Correctness{Linearizable: new(false), LostWrites: new(int64(1)), Operations: 10,
 			Visualization: "linearizability.html", Detail: "10 operations on 2 keys are not linearizable."},
+		Registries: []results.Registry{{Workload: "svc", Store: "etcd", Instances: 100, Watchers: 10, TTLMS: 10000, HeartbeatMS: 3000,
+			RegistrationsPerS: 295, Vanished: 10, Detected: 10, Watch: results.WatchVerdict{Model: "events", Events: 2,
+				Violations: 1, Detail: "1 broken promise(s); first: watcher 1, missed"}, ViolationsFile: "watch-violations-svc.json"}},
+		Locks: []results.Lock{{Workload: "locks", Store: "etcd", Contenders: 3, TTLMS: 2000, HoldMS: 200, Holds: 50, Paused: 1,
+			Overlaps: 2, Detail: "contender 1 held the lock"}},
 		Notes: map[string]string{"node.n2": "exited unexpectedly"},
 		Checks: []results.Check{
 			{Name: "ok", Condition: "phase.steady.availability >= 0.99", Passed: true, Observed: map[string]any{"phase.steady.availability": 1.0}},

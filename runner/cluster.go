@@ -131,19 +131,39 @@ func (e *nodeExit) Error() string { return fmt.Sprintf("node %s exited: %v", e.n
 // openClients gives every workload its own client, with its own connections.
 func (c *clusterRun) openClients(ctx context.Context) error {
 	c.clients = map[string]stores.Client{}
+	c.registries = map[string]stores.Registry{}
 	for _, w := range c.plan.Workloads {
 		var dial stores.DialFunc
 		if c.x.fab != nil {
 			dial = c.x.fab.Host(clientHost(w.Region)).Dial
 		}
-		cl, err := c.drv.NewClient(ctx, stores.ClientOptions{
+		opts := stores.ClientOptions{
 			Dial:        dial,
 			Endpoints:   c.clientEndpoints(w),
 			Conns:       w.Conns,
 			Consistency: w.Consistency,
 			Timeout:     w.Timeout.D(),
 			Workload:    w,
-		})
+		}
+		if w.Registry != nil {
+			if err := c.openRegistry(ctx, w, opts); err != nil {
+				return err
+			}
+			continue
+		}
+		if w.Lock != nil {
+			if err := c.openLocker(ctx, w, opts); err != nil {
+				return err
+			}
+			continue
+		}
+		if w.Watches != nil {
+			if err := c.openWatchHolder(ctx, w, opts); err != nil {
+				return err
+			}
+			continue
+		}
+		cl, err := c.drv.NewClient(ctx, opts)
 		if err != nil {
 			return c.infra("", "startup", fmt.Errorf("workload %q: connect: %w", w.Name, err))
 		}
@@ -172,6 +192,7 @@ func (c *clusterRun) clientEndpoints(w plan.WorkloadSpec) []stores.Endpoint {
 }
 
 func (c *clusterRun) closeClients() {
+	c.closeRegistries()
 	for name, cl := range c.clients {
 		if err := cl.Close(); err != nil {
 			c.log.Debug("close client", "workload", name, "err", err)

@@ -42,10 +42,20 @@ func injectors() map[string]injector {
 	all := map[string]injector{
 		plan.FaultNetwork:   network,
 		plan.FaultPartition: network,
+		plan.FaultVanish: {inject: func(d *faultDriver, ctx context.Context, f plan.FaultSpec, _ []int) (injection, error) {
+			return d.vanish(ctx, f)
+		}},
 	}
 	for _, k := range faults.Kinds() {
 		all[k] = node
 	}
+	// A pause that names a lock workload freezes its holder, not a node.
+	all[plan.FaultPause] = injector{inject: func(d *faultDriver, ctx context.Context, f plan.FaultSpec, targets []int) (injection, error) {
+		if f.Workload != "" {
+			return d.pauseHolder(f)
+		}
+		return node.inject(d, ctx, f, targets)
+	}}
 	return all
 }
 

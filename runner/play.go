@@ -98,6 +98,9 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	for i, c := range x.clusters {
 		res := c.coll.Results()
 		c.describe(res, finished)
+		if err := c.registryResults(res); err != nil {
+			faultErrs = append(faultErrs, c.infra("", "", err))
+		}
 		if err := c.faults.failovers(res); err != nil {
 			faultErrs = append(faultErrs, c.infra("", "", fmt.Errorf("faults: %w", err)))
 		}
@@ -140,6 +143,12 @@ func (c *clusterRun) startPlay() error {
 		return c.startWorkers(k)
 	}
 	for _, w := range c.plan.Workloads {
+		if w.Registry != nil || w.Lock != nil || w.Watches != nil {
+			if err := c.startCoordination(w); err != nil {
+				return err
+			}
+			continue
+		}
 		eng, err := workload.New(w, c.clients[w.Name], c.coll.NewSink, c.x.base,
 			workload.WithLogger(c.log), c.recordHistory(w.Name, c.x.base))
 		if err != nil {

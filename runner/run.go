@@ -19,6 +19,7 @@ import (
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/checker"
+	"github.com/coordlab/scenario/runner/discovery"
 	"github.com/coordlab/scenario/runner/kube"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
@@ -175,6 +176,17 @@ type clusterRun struct {
 
 	coll    *metrics.Collector
 	engines map[string]loadRunner
+	// registries are the store recipes and engines of registry workloads.
+	registries map[string]stores.Registry
+	discovery  map[string]*discovery.Engine
+	// lockers are the store recipes and engines of lock workloads.
+	lockers map[string]stores.Locker
+	locks   map[string]*discovery.LockEngine
+	// dials are the lock workloads' dials from their regions.
+	dials map[string]stores.DialFunc
+	// holders and holds are the watches workloads' connections and engines.
+	holders map[string]stores.WatchHolder
+	holds   map[string]*discovery.HoldEngine
 	remotes []*remoteWorker // load workers away from the runner (kubernetes)
 	poller  stores.Poller
 	faults  *faultDriver

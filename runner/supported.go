@@ -48,6 +48,11 @@ func checkSupported(p *plan.Plan, netAvailable func() error) error {
 			break
 		}
 	}
+	for _, w := range p.Workloads {
+		if (w.Registry != nil || w.Lock != nil || w.Watches != nil) && kubeClusters[w.Cluster] {
+			missing = append(missing, fmt.Sprintf("registry, lock and watches workloads (%q) with the kubernetes provider: they run in the runner, and its load workers in pods do not carry them yet", w.Name))
+		}
+	}
 	seen := map[string]bool{}
 	for _, e := range p.Events {
 		if e.Kind != plan.EventFaultInject || faultImplemented(e.Fault.Kind) || seen[e.Fault.Kind] {

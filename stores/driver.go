@@ -62,10 +62,26 @@ type Driver struct {
 
 	WaitReady func(ctx context.Context, eps []Endpoint, timeout time.Duration) error
 	NewClient func(ctx context.Context, opts ClientOptions) (Client, error)
+	// Classify puts a failed request's error into one of
+	// plan.ErrorClasses.
+	Classify func(error) string
 	// ClientSettings describes what a workload's clients run with, the
 	// library's defaults named as such.
 	ClientSettings func(c plan.ClientSpec) map[string]string
 	NewPoller      func(eps []Endpoint) (Poller, error)
+	// RegistryRecipes names the store's registry recipes, its default
+	// first.
+	RegistryRecipes []string
+	// NewRegistry opens the store's service-registry recipe.
+	NewRegistry func(ctx context.Context, opts RegistryOptions) (Registry, error)
+	// NewWatchHolder opens connections that hold many watches; nil for a
+	// store whose watches cannot be held by the hundred thousand.
+	NewWatchHolder func(ctx context.Context, opts ClientOptions) (WatchHolder, error)
+	// NewLocker opens the store's lock recipe.
+	NewLocker func(ctx context.Context, opts LockerOptions) (Locker, error)
+	// MinTTL is the shortest TTL the store's default registry recipe
+	// and its lock recipe take, and why.
+	MinTTL func(c plan.ClusterSpec) (time.Duration, string)
 	// Benchmark, when the store has its own load tool, builds it at
 	// version and says where it is.
 	Benchmark func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error)

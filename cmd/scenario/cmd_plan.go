@@ -90,6 +90,24 @@ func writePlanText(w io.Writer, p *plan.Plan) {
 	fmt.Fprintln(w, "\nWorkloads:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, wl := range p.Workloads {
+		if r := wl.Registry; r != nil {
+			churn := ""
+			if r.Churn > 0 {
+				churn = fmt.Sprintf(", churn %g/s", r.Churn)
+			}
+			recipe := "registry"
+			if r.Recipe != "" {
+				recipe += " (" + r.Recipe + ")"
+			}
+			fmt.Fprintf(tw, "  %s\t-> %s from %s\t%s\t%d instances, ttl %s, heartbeat %s, %d watchers%s\t%d registrations at once, timeout %s, client %s\n",
+				wl.Name, wl.Cluster, wl.Region, recipe, r.Instances, r.TTL, r.Heartbeat, r.Watchers, churn, wl.Clients, wl.Timeout, wl.Client)
+			continue
+		}
+		if l := wl.Lock; l != nil {
+			fmt.Fprintf(tw, "  %s\t-> %s from %s\tlock (%s)\t%d contenders, ttl %s, hold %s\ttimeout %s, client %s\n",
+				wl.Name, wl.Cluster, wl.Region, l.Recipe, l.Contenders, l.TTL, l.Hold, wl.Timeout, wl.Client)
+			continue
+		}
 		var mix []string
 		for _, m := range wl.Mix {
 			mix = append(mix, fmt.Sprintf("%s %.0f%%", m.Op, m.Weight*100))
@@ -208,7 +226,7 @@ func eventText(e plan.Event, p *plan.Plan) string {
 	case plan.EventPhaseEnd:
 		return fmt.Sprintf("phase %s ends", e.Phase)
 	case plan.EventLoad:
-		return "load " + loadText(e.Load)
+		return "load " + loadText(e.Load, p)
 	case plan.EventFaultInject:
 		return "inject " + faultText(e.Fault)
 	case plan.EventFaultRecover:
@@ -217,7 +235,15 @@ func eventText(e plan.Event, p *plan.Plan) string {
 	return e.Kind
 }
 
-func loadText(l *plan.LoadSpec) string {
+func loadText(l *plan.LoadSpec, p *plan.Plan) string {
+	for _, w := range p.Workloads {
+		if w.Name == l.Workload && w.Registry != nil {
+			return fmt.Sprintf("%s: registry lives (heartbeats, churn, watches)", l.Workload)
+		}
+		if w.Name == l.Workload && w.Lock != nil {
+			return fmt.Sprintf("%s: contenders take turns", l.Workload)
+		}
+	}
 	if l.Mode == plan.LoadOpen {
 		if l.RateFrom == l.RateTo {
 			return fmt.Sprintf("%s: open loop %g req/s", l.Workload, l.RateFrom)
@@ -233,6 +259,14 @@ func loadText(l *plan.LoadSpec) string {
 func faultText(f *plan.FaultSpec) string {
 	s := fmt.Sprintf("%s: %s %s on %s", f.ID, f.Kind, f.Target, f.Cluster)
 	switch {
+	case f.Workload != "":
+		s = fmt.Sprintf("%s: pause the holder of lock workload %s", f.ID, f.Workload)
+	case f.Vanish != nil:
+		n := fmt.Sprintf("%d", f.Vanish.Count)
+		if f.Vanish.Count == 0 {
+			n = fmt.Sprintf("%g%%", f.Vanish.Fraction*100)
+		}
+		s = fmt.Sprintf("%s: vanish: %s of registry %s's instances fall silent", f.ID, n, f.Vanish.Workload)
 	case f.Network != nil:
 		scope := "every link"
 		if len(f.Network.Between) == 2 {

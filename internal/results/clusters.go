@@ -49,7 +49,7 @@ func Combine(names []string, per []*Results) *Results {
 	out := *per[0]
 	out.Phases = nil
 	out.Run = Phase{}
-	out.Series, out.Leader, out.Resources, out.Correctness = nil, nil, nil, nil
+	out.Series, out.Leader, out.Resources, out.Correctness, out.Registries, out.Locks, out.Watches = nil, nil, nil, nil, nil, nil, nil
 	out.Clients, out.Seeds = map[string]map[string]string{}, map[string]int64{}
 	out.Notes, out.Backend = map[string]string{}, map[string]string{}
 	out.Clusters = nil
@@ -60,6 +60,9 @@ func Combine(names []string, per []*Results) *Results {
 		})
 		out.Series = append(out.Series, r.Series...)
 		out.Resources = append(out.Resources, r.Resources...)
+		out.Registries = append(out.Registries, r.Registries...)
+		out.Locks = append(out.Locks, r.Locks...)
+		out.Watches = append(out.Watches, r.Watches...)
 		maps.Copy(out.Clients, r.Clients)
 		maps.Copy(out.Seeds, r.Seeds)
 		for k, v := range r.Notes {

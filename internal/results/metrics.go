@@ -20,6 +20,9 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap and late_starts
 //	<scope>.workload.<w>.<op>.<stat>   one workload's op
 //	run.linearizable, run.lost_writes  the history checker's verdict
+//	run.watch_ok                       every registry's watch checker's verdict
+//	run.workload.<w>.<registry metric> a registry's own figures (plan.RegistryMetrics)
+//	run.workload.<w>.<lock metric>     a lock workload's verdict (plan.LockMetrics)
 //	cluster.<c>.<scope>...             with several clusters, each cluster's own (see Combine)
 //
 // Checks can name only the paths the dsl's metric tree declares (see
@@ -32,6 +35,15 @@ func (r *Results) Metrics() map[string]any {
 		addPhase(m, "phase."+r.Phases[i].Name, &r.Phases[i])
 	}
 	addCorrectness(m, "run", r.Correctness)
+	addRegistries(m, r.Registries)
+	for _, w := range r.Watches {
+		m["run.workload."+w.Workload+"."+plan.MetricWatchesHeld] = float64(w.Held)
+	}
+	for _, l := range r.Locks {
+		ws := "run.workload." + l.Workload + "."
+		m[ws+plan.MetricMutexOK] = l.MutexOK
+		m[ws+plan.MetricOverlaps] = float64(l.Overlaps)
+	}
 	for _, c := range r.Clusters {
 		scope := "cluster." + c.Name
 		addPhase(m, scope+".run", &c.Run)
@@ -53,6 +65,26 @@ func addCorrectness(m map[string]any, scope string, c *Correctness) {
 	if c.LostWrites != nil {
 		m[scope+"."+plan.MetricLostWrites] = float64(*c.LostWrites)
 	}
+}
+
+// addRegistries adds run.workload.<w>.<metric> of every registry and
+// run.watch_ok, true when every registry's watchers kept their promises.
+func addRegistries(m map[string]any, rs []Registry) {
+	if len(rs) == 0 {
+		return
+	}
+	ok := true
+	for _, r := range rs {
+		ws := "run.workload." + r.Workload + "."
+		m[ws+plan.MetricRegistrationsPerS] = r.RegistrationsPerS
+		m[ws+plan.MetricRegistered] = float64(r.Registered)
+		m[ws+plan.MetricExpired] = float64(r.Expired)
+		m[ws+plan.MetricVanished] = float64(r.Vanished)
+		m[ws+plan.MetricDetected] = float64(r.Detected)
+		m[ws+plan.MetricWatchOK] = r.Watch.OK
+		ok = ok && r.Watch.OK
+	}
+	m["run."+plan.MetricWatchOK] = ok
 }
 
 // Lookup returns the value of one metric path (see Metrics).

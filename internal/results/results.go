@@ -74,6 +74,14 @@ type Results struct {
 	Resources []NodeResources `json:"resources"`
 	// Correctness holds the history checker's verdict, when one ran.
 	Correctness *Correctness `json:"correctness,omitempty"`
+	// Registries holds each registry workload's own figures and its
+	// watch checker's verdict.
+	Registries []Registry `json:"registries,omitempty"`
+	// Locks holds each lock workload's own figures and its mutual
+	// exclusion checker's verdict.
+	Locks []Lock `json:"locks,omitempty"`
+	// Watches holds each watches workload's figures.
+	Watches []WatchHold `json:"watches,omitempty"`
 	// Checks holds every check of the scenario and its outcome.
 	Checks []Check `json:"checks"`
 	// Clusters holds each cluster's own figures when the scenario has
@@ -405,6 +413,83 @@ type Correctness struct {
 	Visualization string `json:"visualization,omitempty"`
 	// Detail explains the verdict in a sentence.
 	Detail string `json:"detail,omitempty"`
+}
+
+// Registry is what one registry workload measured besides its operations
+// (whose latencies are in the phases, as register, keepalive, deregister,
+// notify, fanout and detect).
+type Registry struct {
+	Workload    string  `json:"workload"`
+	Store       string  `json:"store"`
+	Instances   int     `json:"instances"`
+	Watchers    int     `json:"watchers"`
+	TTLMS       float64 `json:"ttl_ms"`
+	HeartbeatMS float64 `json:"heartbeat_ms"`
+	// RegistrationsPerS is the first registration of every instance:
+	// those registered over the time from the first send to the last
+	// acknowledgement.
+	RegistrationsPerS float64 `json:"registrations_per_s"`
+	Registered        int     `json:"registered"`
+	// Vanished counts instances silenced by vanish faults; Detected those
+	// a watcher was told were gone.
+	Vanished int `json:"vanished"`
+	Detected int `json:"detected"`
+	// Expired counts instances the store dropped while they heartbeat.
+	Expired     int `json:"expired"`
+	WatchErrors int `json:"watch_errors"`
+	// Watch is the watch checker's verdict: the store's model, every
+	// watcher's events, and the violations found (their events are in
+	// ViolationsFile).
+	Watch          WatchVerdict `json:"watch"`
+	ViolationsFile string       `json:"violations_file,omitempty"`
+	// MemoryPerInstanceKiB is the growth of the members' mean resident
+	// memory from before the registry started to its fullest, over its
+	// instances; absent when not sampled.
+	MemoryPerInstanceKiB *float64 `json:"memory_per_instance_kib,omitempty"`
+}
+
+// Lock is what one lock workload measured besides its operations (whose
+// latencies are in the phases, as acquire, release, handover and takeover).
+type Lock struct {
+	Workload   string  `json:"workload"`
+	Store      string  `json:"store"`
+	Contenders int     `json:"contenders"`
+	TTLMS      float64 `json:"ttl_ms"`
+	HoldMS     float64 `json:"hold_ms"`
+	// Holds counts acquisitions; Lost those that ended with the holder
+	// learning its session was gone; Paused the holders a pause froze.
+	Holds  int `json:"holds"`
+	Lost   int `json:"lost"`
+	Paused int `json:"paused"`
+	// MutexOK is false when two contenders believed they held the lock at
+	// once; Overlaps counts such pairs, listed in OverlapsFile.
+	MutexOK      bool   `json:"mutex_ok"`
+	Overlaps     int    `json:"overlaps"`
+	OverlapsFile string `json:"overlaps_file,omitempty"`
+	Detail       string `json:"detail,omitempty"`
+}
+
+// WatchHold is what a watches workload held.
+type WatchHold struct {
+	Workload string `json:"workload"`
+	Store    string `json:"store"`
+	Keys     int    `json:"keys"`
+	Held     int    `json:"held"`
+	// SetMS is how long setting every watch took; SetPerS the watches set
+	// a second.
+	SetMS   float64 `json:"set_ms"`
+	SetPerS float64 `json:"set_per_s"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// WatchVerdict summarises runner/checker's watch verdict.
+type WatchVerdict struct {
+	OK         bool   `json:"ok"`
+	Model      string `json:"model"`
+	Events     int    `json:"events"`
+	Skipped    int    `json:"skipped"`
+	Violations int    `json:"violations"`
+	Detail     string `json:"detail,omitempty"`
 }
 
 // Check is one check of the scenario and its outcome.

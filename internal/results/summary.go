@@ -41,6 +41,11 @@ func WriteSummary(w io.Writer, r *Results, color bool) error {
 		sw.table(c.Phases)
 	}
 	sw.correctness(r)
+	sw.registries(r)
+	sw.locks(r)
+	for _, w := range r.Watches {
+		sw.printf("watches %s on %s: %d of %d held, set in %s (%.0f/s)\n\n", w.Workload, w.Store, w.Held, w.Keys, fmtDuration(w.SetMS), w.SetPerS)
+	}
 	sw.notes(r)
 	sw.checks(r)
 	if sw.err != nil {
@@ -211,6 +216,107 @@ func (s *summaryWriter) correctness(r *Results) {
 		s.printf("  evidence: %s\n", c.Visualization)
 	}
 	s.printf("\n")
+}
+
+// registries prints each registry's own figures: what a registry's users
+// ask of a store.
+func (s *summaryWriter) registries(r *Results) {
+	for _, g := range r.Registries {
+		ops := workloadOps(r, g.Workload)
+		lat := func(op string, raw bool) *Latency {
+			if o := ops[op]; o != nil {
+				if raw {
+					return o.RawLatency
+				}
+				return o.Latency
+			}
+			return nil
+		}
+		s.printf("registry %s on %s: %d instances (ttl %s, heartbeat %s), %d watchers, %s watch model\n",
+			g.Workload, g.Store, g.Instances, fmtDuration(g.TTLMS), fmtDuration(g.HeartbeatMS), g.Watchers, g.Watch.Model)
+		s.printf("  registrations %.0f/s", g.RegistrationsPerS)
+		if l := lat("keepalive", false); l != nil {
+			s.printf(", keepalive p99 %s", fmtDuration(l.P99MS))
+		}
+		if l := lat("notify", false); l != nil {
+			s.printf(", notify p50 %s p99 %s", fmtDuration(l.P50MS), fmtDuration(l.P99MS))
+		}
+		if l := lat("fanout", false); l != nil {
+			s.printf(", fan-out p99 %s", fmtDuration(l.P99MS))
+		}
+		s.printf("\n")
+		if g.Vanished > 0 {
+			s.printf("  %d of %d vanished instances detected", g.Detected, g.Vanished)
+			if l, raw := lat("detect", false), lat("detect", true); l != nil && raw != nil {
+				s.printf(": p50 %s after falling silent, %s after the last heartbeat (ttl %s)", fmtDuration(l.P50MS), fmtDuration(raw.P50MS), fmtDuration(g.TTLMS))
+			}
+			s.printf("\n")
+		}
+		if g.Expired > 0 {
+			s.printf("  %s\n", s.paint(ansiRed, fmt.Sprintf("%d instances expired while they heartbeat", g.Expired)))
+		}
+		if g.MemoryPerInstanceKiB != nil {
+			s.printf("  server memory %.1f KiB per instance\n", *g.MemoryPerInstanceKiB)
+		}
+		verdict := fmt.Sprintf("watches kept their promises (%d events)", g.Watch.Events)
+		if !g.Watch.OK {
+			verdict = s.paint(ansiRed, "WATCH PROMISE BROKEN: "+g.Watch.Detail)
+		}
+		s.printf("  %s", verdict)
+		if g.Watch.Skipped > 0 {
+			s.printf("; %d registrations never listed by some watcher (allowed by the model)", g.Watch.Skipped)
+		}
+		s.printf("\n")
+		if g.ViolationsFile != "" {
+			s.printf("  evidence: %s\n", g.ViolationsFile)
+		}
+		s.printf("\n")
+	}
+}
+
+// locks prints each lock workload's figures and its mutual-exclusion
+// verdict.
+func (s *summaryWriter) locks(r *Results) {
+	for _, l := range r.Locks {
+		ops := workloadOps(r, l.Workload)
+		s.printf("lock %s on %s: %d contenders (ttl %s, hold %s), %d holds", l.Workload, l.Store, l.Contenders, fmtDuration(l.TTLMS), fmtDuration(l.HoldMS), l.Holds)
+		if o := ops["handover"]; o != nil && o.Latency != nil {
+			s.printf(", handover p50 %s p99 %s", fmtDuration(o.Latency.P50MS), fmtDuration(o.Latency.P99MS))
+		}
+		s.printf("\n")
+		if o := ops["takeover"]; o != nil && o.Latency != nil {
+			s.printf("  %d paused holder(s) replaced after %s (max %s)\n", o.OK, fmtDuration(o.Latency.P50MS), fmtDuration(o.Latency.MaxMS))
+		}
+		if l.MutexOK {
+			s.printf("  mutual exclusion held: no two contenders believed they held the lock at once\n\n")
+			continue
+		}
+		s.printf("  %s\n", s.paint(ansiRed, fmt.Sprintf("MUTUAL EXCLUSION BROKEN: %d pairs of overlapping holds; first: %s", l.Overlaps, l.Detail)))
+		if l.OverlapsFile != "" {
+			s.printf("  evidence: %s\n", l.OverlapsFile)
+		}
+		s.printf("\n")
+	}
+}
+
+// workloadOps are one workload's whole-run figures by op, from whichever
+// cluster ran it.
+func workloadOps(r *Results, name string) map[string]*OpStats {
+	runs := []Phase{r.Run}
+	for _, c := range r.Clusters {
+		runs = append(runs, c.Run)
+	}
+	ops := map[string]*OpStats{}
+	for _, p := range runs {
+		for _, w := range p.Workloads {
+			if w.Name == name {
+				for i := range w.Ops {
+					ops[w.Ops[i].Op] = &w.Ops[i]
+				}
+			}
+		}
+	}
+	return ops
 }
 
 // notes prints what the run noticed that fits no table: unexpected node

@@ -110,8 +110,12 @@ func (c *Collector) phase(i int, span plan.PhaseSpan, states []*opState, run *ce
 		addTo(runWl, st.workload, st.op, cl)
 		addCell(ops, st.op, cl)
 		addCell(runOps, st.op, cl)
-		total.add(cl)
-		run.add(cl)
+		if !plan.Observed(st.op) {
+			// A watcher being told is not a request: it has no place in
+			// the phase's throughput, latency or availability.
+			total.add(cl)
+			run.add(cl)
+		}
 	}
 	p := results.Phase{
 		Name:       span.Name,
@@ -165,21 +169,23 @@ func addTo(m map[string]*workloadCells, workload, op string, cl *cell) {
 		w = &workloadCells{ops: map[string]*cell{}}
 		m[workload] = w
 	}
-	w.total.add(cl)
+	if !plan.Observed(op) {
+		w.total.add(cl)
+	}
 	addCell(w.ops, op, cl)
 }
 
 // opOrder lists the ops of m in canonical order, unknown ones after, sorted.
 func opOrder[V any](m map[string]V) []string {
 	var out []string
-	for _, op := range plan.AllOps {
+	for _, op := range plan.MeasuredOps {
 		if _, ok := m[op]; ok {
 			out = append(out, op)
 		}
 	}
 	var rest []string
 	for op := range m {
-		if !slices.Contains(plan.AllOps, op) {
+		if !slices.Contains(plan.MeasuredOps, op) {
 			rest = append(rest, op)
 		}
 	}
@@ -195,10 +201,10 @@ func (c *Collector) orderedStates() []*opState {
 		rank[w.Name] = i
 	}
 	opRank := func(op string) int {
-		if i := slices.Index(plan.AllOps, op); i >= 0 {
+		if i := slices.Index(plan.MeasuredOps, op); i >= 0 {
 			return i
 		}
-		return len(plan.AllOps)
+		return len(plan.MeasuredOps)
 	}
 	wlRank := func(w string) int {
 		if i, ok := rank[w]; ok {

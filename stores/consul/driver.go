@@ -42,9 +42,14 @@ func Driver() stores.Driver {
 			Buildable: checkVersion,
 			Launcher:  func(plan.ClusterSpec) stores.Launcher { return stores.BinaryLauncher(imageServer, Args) },
 		},
-		WaitReady:      WaitReady,
-		NewClient:      NewClient,
-		ClientSettings: ClientSettings,
-		NewPoller:      func(eps []stores.Endpoint) (stores.Poller, error) { return NewStatusPoller(eps) },
+		WaitReady:       WaitReady,
+		NewClient:       NewClient,
+		ClientSettings:  ClientSettings,
+		NewPoller:       func(eps []stores.Endpoint) (stores.Poller, error) { return NewStatusPoller(eps) },
+		Classify:        Classify,
+		RegistryRecipes: []string{RecipeKV, RecipeService},
+		NewRegistry:     NewRegistry,
+		NewLocker:       NewLocker,
+		MinTTL:          MinTTL,
 	}
 }

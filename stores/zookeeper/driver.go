@@ -93,10 +93,16 @@ func Driver() stores.Driver {
 				})
 			},
 		},
-		WaitReady:      WaitReady,
-		NewClient:      NewClient,
-		ClientSettings: ClientSettings,
-		NewPoller:      func(eps []stores.Endpoint) (stores.Poller, error) { return NewStatusPoller(eps) },
+		WaitReady:       WaitReady,
+		NewClient:       NewClient,
+		ClientSettings:  ClientSettings,
+		NewPoller:       func(eps []stores.Endpoint) (stores.Poller, error) { return NewStatusPoller(eps) },
+		Classify:        Classify,
+		NewRegistry:     NewRegistry,
+		RegistryRecipes: []string{"session"},
+		NewWatchHolder:  NewWatchHolder,
+		NewLocker:       NewLocker,
+		MinTTL:          minTTL,
 	}
 }
 
