@@ -177,7 +177,7 @@ func (c *clusterRun) registryResults(res *results.Results) error {
 			RegistrationsPerS: rep.RegistrationsPerS, Registered: rep.Registered,
 			Vanished: rep.Vanished, Detected: rep.Detected, Expired: rep.Expired, WatchErrors: rep.WatchErrors,
 			Watch: results.WatchVerdict{OK: rep.Watch.OK(), Model: rep.Model, Events: rep.Watch.Events,
-				Skipped: rep.Watch.Skipped, Violations: len(rep.Watch.Violations)},
+				Skipped: rep.Watch.Skipped, Returns: rep.Watch.Returns, Violations: len(rep.Watch.Violations)},
 			MemoryPerInstanceKiB: memoryPerInstance(res.Resources, rep),
 		}
 		switch {

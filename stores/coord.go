@@ -53,6 +53,11 @@ const (
 	// child watches, re-registered after each firing; Consul's blocking
 	// queries, which return the latest index).
 	WatchSnapshots WatchSemantics = "snapshots"
+	// WatchHealth: listings of the healthy, as WatchSnapshots, except that
+	// an instance may leave and come back (Consul's health queries: a
+	// check that missed its TTL, or an agent that restarted, turns
+	// critical, and passes again at the next heartbeat).
+	WatchHealth WatchSemantics = "health"
 )
 
 // Watch event kinds.

@@ -488,6 +488,7 @@ type WatchVerdict struct {
 	Model      string `json:"model"`
 	Events     int    `json:"events"`
 	Skipped    int    `json:"skipped"`
+	Returns    int    `json:"returns,omitempty"`
 	Violations int    `json:"violations"`
 	Detail     string `json:"detail,omitempty"`
 }

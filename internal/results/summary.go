@@ -266,6 +266,9 @@ func (s *summaryWriter) registries(r *Results) {
 		if g.Watch.Skipped > 0 {
 			s.printf("; %d registrations never listed by some watcher (allowed by the model)", g.Watch.Skipped)
 		}
+		if g.Watch.Returns > 0 {
+			s.printf("; %d instances left the healthy list and came back", g.Watch.Returns)
+		}
 		s.printf("\n")
 		if g.ViolationsFile != "" {
 			s.printf("  evidence: %s\n", g.ViolationsFile)

@@ -16,6 +16,9 @@ const (
 	// changes between two listings may be skipped (ZooKeeper's one-shot
 	// watches re-registered after each firing, Consul's blocking queries).
 	WatchSnapshots = "snapshots"
+	// WatchHealth: as WatchSnapshots, but a key may leave a listing and
+	// come back: listings of healthy instances (Consul's health queries).
+	WatchHealth = "health"
 )
 
 // Kinds of what a watcher saw.
@@ -83,6 +86,10 @@ type WatchResult struct {
 	// listed (allowed by that model: it registered and left between two
 	// listings, or the listing that would have shown it was superseded).
 	Skipped int `json:"skipped"`
+	// Returns counts keys listed again after a listing without them,
+	// which the health model allows (an instance that turned critical and
+	// passed again).
+	Returns int `json:"returns,omitempty"`
 }
 
 // OK reports whether no watcher broke a promise.
@@ -103,7 +110,8 @@ const contextEvents = 3
 // was sent after the watcher's first listing and acknowledged is told.
 // Snapshots model: revisions never decrease, and a key, once gone from a
 // listing, never comes back (keys are unique per registration, so that
-// would be a listing older than one before it).
+// would be a listing older than one before it). Health model: as
+// snapshots, but a key may come back (counted in Returns).
 func CheckWatches(model string, keys []KeyLife, logs []WatchLog, final []string) WatchResult {
 	life := make(map[string]*KeyLife, len(keys))
 	for i := range keys {
@@ -117,9 +125,10 @@ func CheckWatches(model string, keys []KeyLife, logs []WatchLog, final []string)
 		if model == WatchEvents {
 			vs, view = checkEvents(l, life)
 		} else {
-			var skipped int
-			vs, view, skipped = checkSnapshots(l, life)
+			var skipped, returns int
+			vs, view, skipped, returns = checkSnapshots(l, life, model == WatchHealth)
 			res.Skipped += skipped
+			res.Returns += returns
 		}
 		vs = append(vs, diverged(l, view, final)...)
 		res.Violations = append(res.Violations, vs...)
@@ -203,8 +212,9 @@ func checkEvents(l WatchLog, life map[string]*KeyLife) ([]WatchViolation, map[st
 	return vs, view
 }
 
-func checkSnapshots(l WatchLog, life map[string]*KeyLife) ([]WatchViolation, map[string]bool, int) {
+func checkSnapshots(l WatchLog, life map[string]*KeyLife, mayReturn bool) ([]WatchViolation, map[string]bool, int, int) {
 	var vs []WatchViolation
+	returns := 0
 	view := map[string]bool{}
 	gone, ever := map[string]bool{}, map[string]bool{}
 	var last int64
@@ -220,7 +230,11 @@ func checkSnapshots(l WatchLog, life map[string]*KeyLife) ([]WatchViolation, map
 		for _, k := range s.Keys {
 			next[k] = true
 			if gone[k] {
-				vs = append(vs, violation(l, i, ViolationReappear, k, "%q listed again after a listing without it", k))
+				if mayReturn {
+					returns++
+				} else {
+					vs = append(vs, violation(l, i, ViolationReappear, k, "%q listed again after a listing without it", k))
+				}
 				delete(gone, k) // report it once
 			}
 			if life[k] == nil && !ever[k] {
@@ -241,7 +255,7 @@ func checkSnapshots(l WatchLog, life map[string]*KeyLife) ([]WatchViolation, map
 			skipped++
 		}
 	}
-	return vs, view, skipped
+	return vs, view, skipped, returns
 }
 
 func diverged(l WatchLog, view map[string]bool, final []string) []WatchViolation {

@@ -86,6 +86,11 @@ func TestCheckWatchesSnapshots(t *testing.T) {
 		{"a phantom", []Seen{l(5, 1, "r/c", "r/x"), l(60, 4, "r/b", "r/c")}, []string{ViolationPhantom}, 1},
 		{"left behind", []Seen{l(5, 1, "r/c"), l(22, 3, "r/a", "r/b", "r/c")}, []string{ViolationDiverged}, 0},
 	}
+	// Listings of the healthy: an instance may leave and come back.
+	health := CheckWatches(WatchHealth, registry(), []WatchLog{{Watcher: 2, Seen: cases[3].seen}}, final)
+	if !health.OK() || health.Returns != 1 {
+		t.Errorf("health model: %+v; want a return counted, not reported", health)
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := CheckWatches(WatchSnapshots, registry(), []WatchLog{{Watcher: 2, Seen: tc.seen}}, final)

@@ -679,8 +679,11 @@ func (e *Engine) judge(final []string) {
 		e.report.WatchErrors += w.errs
 	}
 	model := checker.WatchSnapshots
-	if e.reg.Semantics() == stores.WatchEvents {
+	switch e.reg.Semantics() {
+	case stores.WatchEvents:
 		model = checker.WatchEvents
+	case stores.WatchHealth:
+		model = checker.WatchHealth
 	}
 	e.report.Watch = checker.CheckWatches(model, keys, logs, final)
 	e.report.Final = len(final)

@@ -182,7 +182,7 @@ func valueMeta(value []byte) (map[string]string, error) {
 	return meta, nil
 }
 
-func (r *serviceRegistry) Semantics() stores.WatchSemantics { return stores.WatchSnapshots }
+func (r *serviceRegistry) Semantics() stores.WatchSemantics { return stores.WatchHealth }
 
 // Register registers key's service, with its TTL check passing from the
 // start, on the agent of the instance's server. Registering an ID the

@@ -145,7 +145,7 @@ func TestServiceRegistryIntegration(t *testing.T) {
 	}
 	defer reg.Close()
 	defer reg.Close() // twice is harmless
-	if s := reg.Semantics(); s != stores.WatchSnapshots {
+	if s := reg.Semantics(); s != stores.WatchHealth {
 		t.Errorf("Semantics = %q", s)
 	}
 
