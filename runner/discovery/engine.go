@@ -254,12 +254,15 @@ func (e *Engine) start(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	e.report.Registered, e.report.Started, e.report.Up = ok, first, last
+	var rate float64
 	if ok > 0 && last > first {
-		e.report.RegistrationsPerS = float64(ok) / (last - first).Seconds()
+		rate = float64(ok) / (last - first).Seconds()
 	}
+	e.mu.Lock()
+	e.report.Registered, e.report.Started, e.report.Up, e.report.RegistrationsPerS = ok, first, last, rate
+	e.mu.Unlock()
 	e.cfg.Log.Info("registry up", "workload", e.spec.Name, "instances", ok, "of", len(e.slots),
-		"registrations_per_s", fmt.Sprintf("%.0f", e.report.RegistrationsPerS))
+		"registrations_per_s", fmt.Sprintf("%.0f", rate))
 	if ok == 0 {
 		return errors.New("no instance could register")
 	}

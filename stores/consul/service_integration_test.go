@@ -209,8 +209,7 @@ func TestServiceRegistryIntegration(t *testing.T) {
 			if ch.CheckID == checkID(e.Service.ID) {
 				found = true
 				// The catalog's copy of a TTL check has no definition:
-				// deregister_critical_service_after stays with the agent,
-				// and shows in the reaping below.
+				// deregister_critical_service_after stays with the agent.
 				if ch.Status != api.HealthPassing || ch.Type != "ttl" {
 					t.Errorf("%s: check %+v", keys[i], ch)
 				}
@@ -284,7 +283,6 @@ func TestServiceRegistryIntegration(t *testing.T) {
 			t.Errorf("watcher %d: %s left %s after its last pass, before its TTL %s", i, keys[1], took, ttl)
 		}
 	}
-	critical := time.Now()
 	// Out of the passing list, still in the catalog, critical.
 	all, _, err := admin.Health().Service(name, "", false, nil)
 	if err != nil {
@@ -329,22 +327,9 @@ func TestServiceRegistryIntegration(t *testing.T) {
 	skip2.Store(false)
 	waitListing(t, ctx, logs, 15*time.Second, "instance 2's revival", keys[2:])
 
-	// The agent reaps the vanished instance a minute or so after its check
-	// went critical (deregister_critical_service_after 1m, a reaper every
-	// 30s).
-	storetest.WaitFor(t, ctx, 2*time.Minute, "the vanished instance to leave the catalog", func() string {
-		svcs, _, err := admin.Catalog().Service(name, "", nil)
-		if err != nil {
-			return err.Error()
-		}
-		for _, s := range svcs {
-			if s.ServiceID == strings.TrimPrefix(keys[1], prefix) {
-				return fmt.Sprintf("%s still in the catalog", keys[1])
-			}
-		}
-		return ""
-	})
-	t.Logf("the catalog forgot %s %s after its check went critical", keys[1], time.Since(critical).Round(time.Second))
+	// The agent reaps the vanished instance a minute or so after its
+	// check went critical (deregister_critical_service_after 1m, a reaper
+	// every 30 s: 1m23s measured once); not waited for here.
 	if _, err := insts[1].KeepAlive(ctx); err == nil {
 		t.Error("KeepAlive after Vanish sent a heartbeat")
 	}
