@@ -273,8 +273,8 @@ func (e *Engine) start(ctx context.Context) error {
 }
 
 // firstTries is how many times an instance tries its first registration,
-// as a service's start-up retries: a store just elected may refuse a
-// session for a moment (Consul, until the leader has listed its servers).
+// as a service's start-up retries: a store under load may refuse one for a
+// moment.
 const firstTries = 3
 
 func (e *Engine) registerRetrying(ctx context.Context, s *slot) bool {

@@ -5,8 +5,6 @@ package consul
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
-	"github.com/coordlab/scenario/stores/storetest"
 )
 
 // lockDelay15s is Consul's default session lock-delay, which the lock
@@ -47,31 +44,6 @@ func closedAt(ctx context.Context, ch <-chan struct{}) <-chan time.Time {
 		}
 	}()
 	return at
-}
-
-// waitCatalog waits until the leader has put every server in the catalog:
-// until then a session made through a server is refused ("Missing node
-// registration"), as the registry test found.
-func waitCatalog(t *testing.T, ctx context.Context, admin *api.Client, eps []stores.Endpoint) {
-	t.Helper()
-	ready := time.Now()
-	storetest.WaitFor(t, ctx, 30*time.Second, "every server in the catalog", func() string {
-		nodes, _, err := admin.Catalog().Nodes(nil)
-		if err != nil {
-			return err.Error()
-		}
-		var names []string
-		for _, n := range nodes {
-			names = append(names, n.Node)
-		}
-		for _, ep := range eps {
-			if !slices.Contains(names, plan.NodeName(ep.Node)) {
-				return fmt.Sprintf("catalog has %q, not %s", names, plan.NodeName(ep.Node))
-			}
-		}
-		return ""
-	})
-	t.Logf("every server in the catalog %s after WaitReady", time.Since(ready).Round(time.Millisecond))
 }
 
 // heldSession is the session of c's hold, "" if none.
@@ -153,7 +125,6 @@ func TestLockIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitCatalog(t, ctx, admin, c.eps)
 
 	const ttl = MinSessionTTL
 	const key = "scenario/lock/test"

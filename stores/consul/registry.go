@@ -71,6 +71,22 @@ type pool struct {
 	nodes     []int
 }
 
+// newPools opens the n pools a registry's instances are spread over.
+func newPools(ctx context.Context, n int, dial stores.DialFunc, eps []stores.Endpoint) ([]*pool, error) {
+	var pools []*pool
+	for range n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, err := newPool(dial, maxIdleConnsPerHost, eps)
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, p)
+	}
+	return pools, nil
+}
+
 func newPool(dial stores.DialFunc, idlePerHost int, eps []stores.Endpoint) (*pool, error) {
 	p := &pool{transport: newTransport(dial, idlePerHost)}
 	for _, ep := range eps {
@@ -124,16 +140,11 @@ func newKVRegistry(ctx context.Context, opts stores.RegistryOptions) (stores.Reg
 	if r.timeout <= 0 {
 		r.timeout = DefaultOpTimeout
 	}
-	for range max(opts.Conns, 1) {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("consul registry: %w", err)
-		}
-		p, err := newPool(r.dial, maxIdleConnsPerHost, r.eps)
-		if err != nil {
-			return nil, fmt.Errorf("consul registry: %w", err)
-		}
-		r.pools = append(r.pools, p)
+	pools, err := newPools(ctx, max(opts.Conns, 1), r.dial, r.eps)
+	if err != nil {
+		return nil, fmt.Errorf("consul registry: %w", err)
 	}
+	r.pools = pools
 	return r, nil
 }
 

@@ -113,32 +113,10 @@ func TestRegistryIntegration(t *testing.T) {
 	if err := WaitReady(ctx, c.eps, time.Minute); err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
-	// A session is bound to the node of the server that creates it, and
-	// Consul refuses it ("Missing node registration") until the leader has
-	// put that server in the catalog, which it does shortly after it is
-	// elected: under load, after WaitReady has returned.
 	admin, err := newAPIClient(c.eps[0].ClientAddr, newTransport(nil, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := time.Now()
-	storetest.WaitFor(t, ctx, 30*time.Second, "every server in the catalog", func() string {
-		nodes, _, err := admin.Catalog().Nodes(nil)
-		if err != nil {
-			return err.Error()
-		}
-		var names []string
-		for _, n := range nodes {
-			names = append(names, n.Node)
-		}
-		for _, ep := range c.eps {
-			if !slices.Contains(names, plan.NodeName(ep.Node)) {
-				return fmt.Sprintf("catalog has %q, not %s", names, plan.NodeName(ep.Node))
-			}
-		}
-		return ""
-	})
-	t.Logf("every server in the catalog %s after WaitReady", time.Since(ready).Round(time.Millisecond))
 
 	ttl, why := MinTTL(spec)
 	t.Logf("MinTTL: %s: %s", ttl, why)

@@ -94,16 +94,11 @@ func newServiceRegistry(ctx context.Context, opts stores.RegistryOptions) (store
 	if r.timeout <= 0 {
 		r.timeout = DefaultOpTimeout
 	}
-	for range max(opts.Conns, 1) {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("consul service registry: %w", err)
-		}
-		p, err := newPool(r.dial, maxIdleConnsPerHost, r.eps)
-		if err != nil {
-			return nil, fmt.Errorf("consul service registry: %w", err)
-		}
-		r.pools = append(r.pools, p)
+	pools, err := newPools(ctx, max(opts.Conns, 1), r.dial, r.eps)
+	if err != nil {
+		return nil, fmt.Errorf("consul service registry: %w", err)
 	}
+	r.pools = pools
 	return r, nil
 }
 

@@ -81,28 +81,10 @@ func TestServiceRegistryIntegration(t *testing.T) {
 	if err := WaitReady(ctx, c.eps, time.Minute); err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
-	// As for the kv recipe's test: the servers' nodes are in the catalog
-	// shortly after the leader's election, under load after WaitReady.
 	admin, err := newAPIClient(c.eps[0].ClientAddr, newTransport(nil, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	storetest.WaitFor(t, ctx, 30*time.Second, "every server in the catalog", func() string {
-		nodes, _, err := admin.Catalog().Nodes(nil)
-		if err != nil {
-			return err.Error()
-		}
-		var names []string
-		for _, n := range nodes {
-			names = append(names, n.Node)
-		}
-		for _, ep := range c.eps {
-			if !slices.Contains(names, plan.NodeName(ep.Node)) {
-				return fmt.Sprintf("catalog has %q, not %s", names, plan.NodeName(ep.Node))
-			}
-		}
-		return ""
-	})
 
 	// The shortest TTL a check takes: the agent wants a positive one and
 	// nothing more. A probe of 100ms is taken and goes critical.

@@ -175,6 +175,47 @@ func WaitReady(ctx context.Context, eps []stores.Endpoint, timeout time.Duration
 	}
 	defer p.Close()
 	return stores.WaitReady(ctx, timeout, "consul cluster", func(ctx context.Context, each time.Duration) string {
-		return stores.LeaderAgreement(p.Poll(ctx, each))
+		if why := stores.LeaderAgreement(p.Poll(ctx, each)); why != "" {
+			return why
+		}
+		return p.catalogMissing(ctx, each)
 	})
+}
+
+// catalogMissing says which servers the catalog does not list yet, asking
+// the first server that answers. The leader adds each server's node to the
+// catalog shortly after its election, and until then Consul refuses a
+// session made through that server ("Missing node registration"): a
+// cluster is ready for sessions, and so for registries and locks, only
+// once every server is listed.
+func (p *StatusPoller) catalogMissing(ctx context.Context, timeout time.Duration) string {
+	var last error
+	for i, ep := range p.eps {
+		var nodes []struct{ Node string }
+		qctx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			qctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		err := p.get(qctx, i, "/v1/catalog/nodes", &nodes)
+		cancel()
+		if err != nil {
+			last = fmt.Errorf("%s: %w", plan.NodeName(ep.Node), err)
+			continue
+		}
+		listed := map[string]bool{}
+		for _, n := range nodes {
+			listed[n.Node] = true
+		}
+		var missing []string
+		for _, e := range p.eps {
+			if !listed[plan.NodeName(e.Node)] {
+				missing = append(missing, plan.NodeName(e.Node))
+			}
+		}
+		if len(missing) > 0 {
+			return "the catalog does not list " + strings.Join(missing, ", ") + " yet"
+		}
+		return ""
+	}
+	return fmt.Sprintf("no server answered a catalog query (%v)", last)
 }
