@@ -125,11 +125,12 @@ func onlyWorkloads(n *metricNode, hint string) {
 // or of every cluster when cluster is "".
 func clusterTree(p *plan.Plan, cluster string) *metricNode {
 	mixes := map[string][]string{}
-	registries, locks, watches := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	registries, locks, watches, watched := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, w := range p.Workloads {
 		if cluster == "" || w.Cluster == cluster {
 			mixes[w.Name] = w.Ops()
 			registries[w.Name], locks[w.Name], watches[w.Name] = w.Registry != nil, w.Lock != nil, w.Watches != nil
+			watched[w.Name] = w.Watchers > 0
 		}
 	}
 	scope := func(workloads []string) *metricNode {
@@ -186,6 +187,10 @@ func clusterTree(p *plan.Plan, cluster string) *metricNode {
 			wn := run.children[scopeWorkload].children[w]
 			wn.children[plan.MetricMutexOK] = leaf(cty.Bool)
 			wn.children[plan.MetricOverlaps] = leaf(cty.Number)
+		}
+		if watched[w] {
+			run.children[plan.MetricWatchOK] = leaf(cty.Bool)
+			run.children[scopeWorkload].children[w].children[plan.MetricWatchOK] = leaf(cty.Bool)
 		}
 		if !registries[w] {
 			continue

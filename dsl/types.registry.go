@@ -153,6 +153,7 @@ var registryOnly = map[string]string{
 	"preload":      "a registry writes its own keys",
 	"workers":      "a registry runs in the runner",
 	"endpoints":    "a registry spreads its instances and watchers over every member",
+	"watchers":     "a registry's watchers go in its block (`registry { watchers = 10 }`); locks and watches have none",
 }
 
 // validateRecipe checks a registry's recipe against its store's.
@@ -173,6 +174,26 @@ func validateWatches(w *Workload, c plan.ClusterSpec, drv stores.Driver) hcl.Dia
 	}
 	return hcl.Diagnostics{errorAt(w.registryRanges.block, "Store cannot hold many watches",
 		"%s has no watch a client can hold by the hundred thousand: a Consul blocking query is an HTTP request held open, and Consul allows 200 connections per client address (limits.http_max_conns_per_client). Use etcd or ZooKeeper here, or a registry block, whose watchers Consul serves.", c.Store)}
+}
+
+// validateKeyWatchers checks watchers on a key-value workload: its store
+// must watch keys with their values, and its mix must write, or the
+// watchers would wait for nothing.
+func validateKeyWatchers(w *Workload, c plan.ClusterSpec, drv stores.Driver) hcl.Diagnostics {
+	if w.Spec.Watchers == 0 {
+		return nil
+	}
+	if drv.NewKeyWatcher == nil {
+		return hcl.Diagnostics{errorAt(w.watchersRange, "Store cannot watch keys",
+			"%s has no key watch recipe here. Remove watchers.", c.Store)}
+	}
+	for _, m := range w.Spec.Mix {
+		if m.Op == plan.OpPut || m.Op == plan.OpTxn || m.Op == plan.OpDelete {
+			return nil
+		}
+	}
+	return hcl.Diagnostics{errorAt(w.watchersRange, "Watchers of a workload that never writes",
+		"Watchers are told of this workload's writes, and its mix sends none: add put (or txn, delete) to the mix, such as `mix = { put = 1 }`, or remove watchers.")}
 }
 
 // validateRegistry checks a registry or lock workload's TTL against its

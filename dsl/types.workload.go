@@ -19,8 +19,12 @@ var workloadSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: bloc
 	{Name: "key_size"}, {Name: "value_size"}, {Name: "keyspace"}, {Name: "key_prefix"},
 	{Name: "distribution"}, {Name: "zipf_s"}, {Name: "seed"},
 	{Name: "clients"}, {Name: "conns"}, {Name: "timeout"}, {Name: "range_limit"}, {Name: "preload"},
-	{Name: "endpoints"}, {Name: "workers"},
+	{Name: "endpoints"}, {Name: "workers"}, {Name: "watchers"},
 }}
+
+// maxKeyWatchers bounds a workload's watchers: each holds a connection
+// (a session) of its own, and a watch on every key on ZooKeeper.
+const maxKeyWatchers = 1000
 
 // maxWorkers bounds a workload's load workers (kubernetes provider): each
 // takes a block of workload.IDStride generator ids.
@@ -58,6 +62,8 @@ type Workload struct {
 	clientRanges map[string]hcl.Range
 	// registryRanges is where a registry block is written, if any.
 	registryRanges registryRanges
+	// watchersRange is where watchers is written, if it is.
+	watchersRange hcl.Range
 }
 
 func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diagnostics) {
@@ -181,6 +187,10 @@ func decodeWorkload(block *hcl.Block, ctx *hcl.EvalContext) (*Workload, hcl.Diag
 		case "workers":
 			n, _ := d.integer(attr, 1, maxWorkers)
 			w.Spec.Workers = int(n)
+		case "watchers":
+			w.watchersRange = attr.NameRange
+			n, _ := d.integer(attr, 1, maxKeyWatchers)
+			w.Spec.Watchers = int(n)
 		}
 	}
 	if w.Spec.Distribution == plan.DistZipfian && w.Spec.ZipfS == 0 {

@@ -77,6 +77,7 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 			add(validateRegistry(w, c.Spec, drv.MinTTL, drv.RegistryRecipes)...)
 			add(validateWatches(w, c.Spec, drv)...)
 			add(validateRecipe(w, c.Spec, drv)...)
+			add(validateKeyWatchers(w, c.Spec, drv)...)
 		}
 		if !w.regionSet {
 			regions := distinct(c.Spec.Placement)

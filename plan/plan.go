@@ -255,6 +255,10 @@ type WorkloadSpec struct {
 	Lock *LockSpec `json:"lock,omitempty"`
 	// Watches makes the workload hold many watches.
 	Watches *WatchesSpec `json:"watches,omitempty"`
+	// Watchers, on a key-value workload, is how many consumers watch its
+	// keys (its whole key prefix) with their values, as configuration is
+	// pushed: each told of new values (ops notify and fanout).
+	Watchers int `json:"watchers,omitempty"`
 }
 
 // Workload endpoint choices.

@@ -80,6 +80,9 @@ func (w WorkloadSpec) Ops() []string {
 	for i, m := range w.Mix {
 		ops[i] = m.Op
 	}
+	if w.Watchers > 0 {
+		ops = append(ops, OpNotify, OpFanout)
+	}
 	return ops
 }
 

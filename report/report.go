@@ -479,6 +479,21 @@ func coordination(r *results.Results) []coordBlock {
 		}
 		out = append(out, coordBlock{Title: "Lock " + l.Workload + " (" + l.Store + ")", Fields: fs})
 	}
+	for _, k := range r.KeyWatches {
+		watch := fmt.Sprintf("kept (%d events, %s model, %d values skipped)", k.Watch.Events, k.Watch.Model, k.Watch.Skipped)
+		if !k.Watch.OK {
+			watch = "BROKEN: " + k.Watch.Detail
+		}
+		fs := []field{
+			{"watchers", fmt.Sprint(k.Watchers)},
+			{"writes told to every watcher", fmt.Sprintf("%d of %d", k.FannedOut, k.Writes)},
+			{"watch promises", watch},
+		}
+		if k.ViolationsFile != "" {
+			fs = append(fs, field{"evidence", k.ViolationsFile})
+		}
+		out = append(out, coordBlock{Title: "Watchers of " + k.Workload + " (" + k.Store + ")", Fields: fs})
+	}
 	for _, w := range r.Watches {
 		fs := []field{{"watches held", fmt.Sprintf("%d of %d", w.Held, w.Keys)}, {"set in", fmt.Sprintf("%s (%.0f/s)", fmtMS(w.SetMS), w.SetPerS)}}
 		if w.Error != "" {

@@ -168,6 +168,11 @@ func (c *clusterRun) openClients(ctx context.Context) error {
 			return c.infra("", "startup", fmt.Errorf("workload %q: connect: %w", w.Name, err))
 		}
 		c.clients[w.Name] = cl
+		if w.Watchers > 0 {
+			if err := c.openKeyWatcher(ctx, w, opts); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -209,7 +214,24 @@ func (c *clusterRun) preload(ctx context.Context) error {
 		}
 		discard := func() metrics.Sink { return discardSink{} }
 		base := time.Now()
-		eng, err := workload.New(w, c.clients[w.Name], discard, base, workload.WithLogger(c.log), c.recordHistory(w.Name, base))
+		record := c.historyFunc(w.Name, base)
+		if w.Watchers > 0 {
+			// The watchers list what the preload wrote: its values are
+			// known writes to them.
+			shift, checked := base.Sub(c.x.epoch), record
+			if c.preloaded == nil {
+				c.preloaded = map[string][]workload.HistoryOp{}
+			}
+			record = func(op workload.HistoryOp) {
+				checked(op)
+				op.Call += shift
+				op.Return += shift
+				c.preloadMu.Lock()
+				c.preloaded[w.Name] = append(c.preloaded[w.Name], op)
+				c.preloadMu.Unlock()
+			}
+		}
+		eng, err := workload.New(w, c.clients[w.Name], discard, base, workload.WithLogger(c.log), workload.WithHistory(record))
 		if err != nil {
 			return err
 		}

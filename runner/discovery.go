@@ -7,7 +7,9 @@ import (
 
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/runner/checker"
 	"github.com/coordlab/scenario/runner/discovery"
+	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -63,7 +65,73 @@ func (c *clusterRun) openWatchHolder(ctx context.Context, w plan.WorkloadSpec, o
 	return nil
 }
 
+// openKeyWatcher opens the watches of key-value workload w's watchers.
+func (c *clusterRun) openKeyWatcher(ctx context.Context, w plan.WorkloadSpec, opts stores.ClientOptions) error {
+	if c.drv.NewKeyWatcher == nil {
+		return c.infra("", "startup", fmt.Errorf("workload %q: store %s cannot watch keys", w.Name, c.spec.Store))
+	}
+	kw, err := c.drv.NewKeyWatcher(ctx, opts)
+	if err != nil {
+		return c.infra("", "startup", fmt.Errorf("workload %q: open the key watcher: %w", w.Name, err))
+	}
+	if c.keyWatchers == nil {
+		c.keyWatchers = map[string]stores.KeyWatcher{}
+	}
+	c.keyWatchers[w.Name] = kw
+	return nil
+}
+
+// newPush makes the engine of key-value workload w with watchers: its own
+// engine's writes go to the watchers' engine, which plays its loads.
+func (c *clusterRun) newPush(w plan.WorkloadSpec) error {
+	var push *discovery.PushEngine
+	record := c.historyFunc(w.Name, c.x.base)
+	eng, err := workload.New(w, c.clients[w.Name], c.coll.NewSink, c.x.base, workload.WithLogger(c.log),
+		workload.WithHistory(func(op workload.HistoryOp) {
+			record(op)
+			push.Written(op)
+		}))
+	if err != nil {
+		return err
+	}
+	push, err = discovery.NewPush(w, discovery.PushConfig{
+		Watcher: c.keyWatchers[w.Name], Load: eng, Sink: c.coll.NewSink(),
+		Base: c.x.base, End: c.workloadEnd(w.Name), Log: c.log,
+	})
+	if err != nil {
+		return err
+	}
+	// The preload's writes, moved from the epoch's clock to the base's.
+	shift := c.x.epoch.Sub(c.x.base)
+	for _, op := range c.preloaded[w.Name] {
+		op.Call += shift
+		op.Return += shift
+		push.Written(op)
+	}
+	if c.pushes == nil {
+		c.pushes = map[string]*discovery.PushEngine{}
+	}
+	c.pushes[w.Name], c.engines[w.Name] = push, push
+	return nil
+}
+
+// workloadEnd is when workload w's last load ends, from the base.
+func (c *clusterRun) workloadEnd(w string) time.Duration {
+	var end time.Duration
+	for _, ev := range c.plan.Events {
+		if ev.Kind == plan.EventLoad && ev.Load.Workload == w {
+			end = max(end, ev.At.D()+ev.Load.Duration.D())
+		}
+	}
+	return end
+}
+
 func (c *clusterRun) closeRegistries() {
+	for name, kw := range c.keyWatchers {
+		if err := kw.Close(); err != nil {
+			c.log.Debug("close key watcher", "workload", name, "err", err)
+		}
+	}
 	for name, h := range c.holders {
 		if err := h.Close(); err != nil {
 			c.log.Debug("close watch holder", "workload", name, "err", err)
@@ -84,12 +152,7 @@ func (c *clusterRun) closeRegistries() {
 // startCoordination makes the engine of registry or lock workload w. It
 // ends when the workload's last load ends.
 func (c *clusterRun) startCoordination(w plan.WorkloadSpec) error {
-	var end time.Duration
-	for _, ev := range c.plan.Events {
-		if ev.Kind == plan.EventLoad && ev.Load.Workload == w.Name {
-			end = max(end, ev.At.D()+ev.Load.Duration.D())
-		}
-	}
+	end := c.workloadEnd(w.Name)
 	if w.Watches != nil {
 		eng, err := discovery.NewHold(w, c.holders[w.Name], c.x.base, end, c.log)
 		if err != nil {
@@ -180,20 +243,27 @@ func (c *clusterRun) registryResults(res *results.Results) error {
 				Skipped: rep.Watch.Skipped, Returns: rep.Watch.Returns, Violations: len(rep.Watch.Violations)},
 			MemoryPerInstanceKiB: memoryPerInstance(res.Resources, rep),
 		}
-		switch {
-		case rep.Watch.Watchers == 0 && rep.Watchers > 0:
-			r.Watch.OK = false
-			r.Watch.Detail = "the watches were not judged: the registry did not reach the end of its last load"
-		case !r.Watch.OK:
-			v := rep.Watch.Violations[0]
-			r.Watch.Detail = fmt.Sprintf("%d broken promise(s); first: watcher %d, %s: %s", len(rep.Watch.Violations), v.Watcher, v.Kind, v.Detail)
-			name := "watch-violations-" + w.Name + ".json"
-			if err := c.writeJSON(name, rep.Watch.Violations); err != nil {
+		if rep.Watchers > 0 {
+			if err := c.watchVerdict(&r.Watch, &r.ViolationsFile, w.Name, rep.Watch); err != nil {
 				return err
 			}
-			r.ViolationsFile = c.outPath(name)
 		}
 		res.Registries = append(res.Registries, r)
+	}
+	for _, w := range c.plan.Workloads {
+		eng := c.pushes[w.Name]
+		if eng == nil {
+			continue
+		}
+		rep := eng.Report()
+		k := results.KeyWatch{Workload: w.Name, Store: c.spec.Store, Watchers: rep.Watchers,
+			Writes: rep.Writes, FannedOut: rep.FannedOut, WatchErrors: rep.WatchErrors,
+			Watch: results.WatchVerdict{OK: rep.Watch.OK(), Model: rep.Model, Events: rep.Watch.Events,
+				Skipped: rep.Watch.Skipped, Violations: len(rep.Watch.Violations)}}
+		if err := c.watchVerdict(&k.Watch, &k.ViolationsFile, w.Name, rep.Watch); err != nil {
+			return err
+		}
+		res.KeyWatches = append(res.KeyWatches, k)
 	}
 	for _, w := range c.plan.Workloads {
 		eng := c.holds[w.Name]
@@ -230,6 +300,25 @@ func (c *clusterRun) registryResults(res *results.Results) error {
 			l.OverlapsFile = c.outPath(name)
 		}
 		res.Locks = append(res.Locks, l)
+	}
+	return nil
+}
+
+// watchVerdict completes v with why the watches of workload w failed, and
+// writes the offending events to a file named in file.
+func (c *clusterRun) watchVerdict(v *results.WatchVerdict, file *string, w string, res checker.WatchResult) error {
+	switch {
+	case res.Watchers == 0:
+		v.OK = false
+		v.Detail = "the watches were not judged: the workload did not reach the end of its last load"
+	case !v.OK:
+		first := res.Violations[0]
+		v.Detail = fmt.Sprintf("%d broken promise(s); first: watcher %d, %s: %s", len(res.Violations), first.Watcher, first.Kind, first.Detail)
+		name := "watch-violations-" + w + ".json"
+		if err := c.writeJSON(name, res.Violations); err != nil {
+			return err
+		}
+		*file = c.outPath(name)
 	}
 	return nil
 }

@@ -149,6 +149,12 @@ func (c *clusterRun) startPlay() error {
 			}
 			continue
 		}
+		if w.Watchers > 0 {
+			if err := c.newPush(w); err != nil {
+				return err
+			}
+			continue
+		}
 		eng, err := workload.New(w, c.clients[w.Name], c.coll.NewSink, c.x.base,
 			workload.WithLogger(c.log), c.recordHistory(w.Name, c.x.base))
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 // progress reports the run as it goes: one line redrawn every second on a
@@ -42,12 +43,15 @@ func (x *execution) endProgress() {
 }
 
 // progressLine renders the last complete second of snap: throughput,
-// worst p99 over the ops, and errors so far.
+// worst p99 over the requests, and errors so far.
 func progressLine(snap *results.Results, phase string, elapsed, total time.Duration) string {
 	var ops, errs int64
 	var p99 float64
 	sec := int(elapsed/time.Second) - 2 // the last sealed second
 	for _, s := range snap.Series {
+		if plan.Observed(s.Op) {
+			continue // notifications and the like are not requests
+		}
 		for _, p := range s.Points {
 			errs += p.Errors
 			if int(p.AtMS/1000) != sec {

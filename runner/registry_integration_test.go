@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,9 @@ func TestCoordinationWorkloads(t *testing.T) {
 		t.Run(tc.store, func(t *testing.T) {
 			needStore(t, tc.store)
 			vanishFor := 2*tc.ttl + 2*time.Second
-			src := tc.cluster + writerWorkload(tc.store) + fmt.Sprintf(`
+			// The writer's keys are watched too, as configuration is.
+			writer := strings.Replace(writerWorkload(tc.store), "keyspace    = 200", "keyspace    = 200\n  watchers    = 3", 1)
+			src := tc.cluster + writer + fmt.Sprintf(`
 workload "svc" {
   clients = 8
   timeout = "2s"
@@ -137,6 +140,21 @@ phase "kill" {
 			}
 			if n := opOf(workloadStats(t, steady, "writer"), plan.OpPut); n == nil || n.OK == 0 {
 				t.Errorf("steady: the writer wrote nothing beside the registry")
+			}
+			// The writer's watchers: every write told, through the
+			// vanish and the leader kill, and the checker satisfied.
+			if len(res.KeyWatches) != 1 {
+				t.Fatalf("key watches in the results: %+v", res.KeyWatches)
+			}
+			kw := res.KeyWatches[0]
+			t.Logf("key watch: %+v", kw)
+			if !kw.Watch.OK || kw.Writes == 0 || kw.FannedOut == 0 {
+				t.Errorf("key watch %+v; want kept promises and writes fanned out", kw)
+			}
+			for _, op := range []string{plan.OpNotify, plan.OpFanout} {
+				if o := opOf(workloadStats(t, steady, "writer"), op); o == nil || o.OK == 0 {
+					t.Errorf("steady: the writer's watchers: no %s: %+v", op, o)
+				}
 			}
 			var sum int64
 			for _, w := range steady.Workloads {

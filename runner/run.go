@@ -23,6 +23,7 @@ import (
 	"github.com/coordlab/scenario/runner/kube"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
+	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/registry"
 )
@@ -187,10 +188,17 @@ type clusterRun struct {
 	// holders and holds are the watches workloads' connections and engines.
 	holders map[string]stores.WatchHolder
 	holds   map[string]*discovery.HoldEngine
-	remotes []*remoteWorker // load workers away from the runner (kubernetes)
-	poller  stores.Poller
-	faults  *faultDriver
-	rec     *checker.Recorder
+	// keyWatchers and pushes are the watchers of key-value workloads.
+	keyWatchers map[string]stores.KeyWatcher
+	pushes      map[string]*discovery.PushEngine
+	// preloaded are the preload's operations of watched workloads, their
+	// times offsets from the run's epoch.
+	preloadMu sync.Mutex
+	preloaded map[string][]workload.HistoryOp
+	remotes   []*remoteWorker // load workers away from the runner (kubernetes)
+	poller    stores.Poller
+	faults    *faultDriver
+	rec       *checker.Recorder
 
 	mu     sync.Mutex
 	notes  map[string]string

@@ -76,6 +76,13 @@ type WatchEvent struct {
 	// (of the listing for list), ZooKeeper's child version of the parent,
 	// Consul's index. 0 when unknown.
 	Revision int64
+	// Value is the key's new value (put) on a KeyWatcher; Values are a
+	// listing's values in the order of Keys, and Revisions each listed
+	// key's own revision (etcd's mod revision, ZooKeeper's mzxid, Consul's
+	// ModifyIndex). A registry's watch leaves them empty.
+	Value     []byte
+	Values    [][]byte
+	Revisions []int64
 	// Err is a watch failure the store reported (the watch is then
 	// started again); the other fields are empty.
 	Err error
@@ -143,5 +150,30 @@ type WatchHolder interface {
 	// once every one is set (or ctx ends). The watches last until Close;
 	// a client library that reconnects sets them again, as it would.
 	Hold(ctx context.Context, keys []string, concurrency int) error
+	Close() error
+}
+
+// KeyWatcher watches keys of a key-value workload with their values, as
+// consumers of configuration pushed through the store do: each is told of
+// every new value of the keys it watches (etcd), or of the newest one
+// (ZooKeeper's one-shot data watches, set again after each firing;
+// Consul's blocking queries). Safe for concurrent use.
+type KeyWatcher interface {
+	// Watch calls fn with what one consumer learns of the keys that start
+	// with prefix (keys as Client.Do takes them), until ctx ends; it
+	// returns nil then. The first event is a listing (Kind WatchList with
+	// Keys, Values and Revisions, Revision the listing's own where the
+	// store has one); then puts (Key, Value, Revision the key's own) and
+	// deletes (Key), or further listings where the store answers with
+	// listings (Consul). After a failure it reports an event with Err and
+	// starts again from a fresh listing. Watchers are spread over the
+	// members by watcher, each on connections (a session) of its own.
+	// fn is called from one goroutine at a time.
+	Watch(ctx context.Context, watcher int, prefix string, fn func(WatchEvent)) error
+	// Read reads the keys under prefix with their values, linearizably.
+	Read(ctx context.Context, prefix string) (map[string][]byte, error)
+	// Semantics is what the store's watch promises: WatchEvents or
+	// WatchSnapshots, where snapshots are per key.
+	Semantics() WatchSemantics
 	Close() error
 }

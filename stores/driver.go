@@ -69,6 +69,10 @@ type Driver struct {
 	// library's defaults named as such.
 	ClientSettings func(c plan.ClientSpec) map[string]string
 	NewPoller      func(eps []Endpoint) (Poller, error)
+	// ServerMetrics are the store's own metrics the runner keeps per
+	// phase, and NewMetricScraper reads them from the nodes.
+	ServerMetrics    []ServerMetric
+	NewMetricScraper func(eps []Endpoint) (MetricScraper, error)
 	// RegistryRecipes names the store's registry recipes, its default
 	// first.
 	RegistryRecipes []string
@@ -77,6 +81,9 @@ type Driver struct {
 	// NewWatchHolder opens connections that hold many watches; nil for a
 	// store whose watches cannot be held by the hundred thousand.
 	NewWatchHolder func(ctx context.Context, opts ClientOptions) (WatchHolder, error)
+	// NewKeyWatcher opens watches on a key-value workload's keys, with
+	// their values (see KeyWatcher).
+	NewKeyWatcher func(ctx context.Context, opts ClientOptions) (KeyWatcher, error)
 	// NewLocker opens the store's lock recipe.
 	NewLocker func(ctx context.Context, opts LockerOptions) (Locker, error)
 	// MinTTL is the shortest TTL the store's default registry recipe

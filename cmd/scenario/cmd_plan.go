@@ -116,6 +116,9 @@ func writePlanText(w io.Writer, p *plan.Plan) {
 		if wl.Preload {
 			preload = ", preload"
 		}
+		if wl.Watchers > 0 {
+			preload += fmt.Sprintf(", %d watchers", wl.Watchers)
+		}
 		from := wl.Region
 		if wl.Endpoints == plan.EndpointsLocal {
 			from += " (local members)"

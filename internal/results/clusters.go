@@ -49,7 +49,7 @@ func Combine(names []string, per []*Results) *Results {
 	out := *per[0]
 	out.Phases = nil
 	out.Run = Phase{}
-	out.Series, out.Leader, out.Resources, out.Correctness, out.Registries, out.Locks, out.Watches = nil, nil, nil, nil, nil, nil, nil
+	out.Series, out.Leader, out.Resources, out.Correctness, out.Registries, out.Locks, out.Watches, out.KeyWatches = nil, nil, nil, nil, nil, nil, nil, nil
 	out.Clients, out.Seeds = map[string]map[string]string{}, map[string]int64{}
 	out.Notes, out.Backend = map[string]string{}, map[string]string{}
 	out.Clusters = nil
@@ -63,6 +63,7 @@ func Combine(names []string, per []*Results) *Results {
 		out.Registries = append(out.Registries, r.Registries...)
 		out.Locks = append(out.Locks, r.Locks...)
 		out.Watches = append(out.Watches, r.Watches...)
+		out.KeyWatches = append(out.KeyWatches, r.KeyWatches...)
 		maps.Copy(out.Clients, r.Clients)
 		maps.Copy(out.Seeds, r.Seeds)
 		for k, v := range r.Notes {

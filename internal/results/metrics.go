@@ -19,10 +19,12 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.<op>.raw.<latency stat>
 //	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap and late_starts
 //	<scope>.workload.<w>.<op>.<stat>   one workload's op
+//	<scope>.server.<metric>.<stat>     the store's own metric over the scope (Phase.Server)
 //	run.linearizable, run.lost_writes  the history checker's verdict
-//	run.watch_ok                       every registry's watch checker's verdict
+//	run.watch_ok                       every registry's and key watch's checker's verdict
 //	run.workload.<w>.<registry metric> a registry's own figures (plan.RegistryMetrics)
 //	run.workload.<w>.<lock metric>     a lock workload's verdict (plan.LockMetrics)
+//	run.workload.<w>.watch_ok          a key-value workload's watchers' verdict
 //	cluster.<c>.<scope>...             with several clusters, each cluster's own (see Combine)
 //
 // Checks can name only the paths the dsl's metric tree declares (see
@@ -35,7 +37,7 @@ func (r *Results) Metrics() map[string]any {
 		addPhase(m, "phase."+r.Phases[i].Name, &r.Phases[i])
 	}
 	addCorrectness(m, "run", r.Correctness)
-	addRegistries(m, r.Registries)
+	addRegistries(m, r.Registries, r.KeyWatches)
 	for _, w := range r.Watches {
 		m["run.workload."+w.Workload+"."+plan.MetricWatchesHeld] = float64(w.Held)
 	}
@@ -67,13 +69,18 @@ func addCorrectness(m map[string]any, scope string, c *Correctness) {
 	}
 }
 
-// addRegistries adds run.workload.<w>.<metric> of every registry and
-// run.watch_ok, true when every registry's watchers kept their promises.
-func addRegistries(m map[string]any, rs []Registry) {
-	if len(rs) == 0 {
+// addRegistries adds run.workload.<w>.<metric> of every registry,
+// run.workload.<w>.watch_ok of every watched key-value workload, and
+// run.watch_ok, true when every watcher of either kept its promises.
+func addRegistries(m map[string]any, rs []Registry, kws []KeyWatch) {
+	if len(rs) == 0 && len(kws) == 0 {
 		return
 	}
 	ok := true
+	for _, k := range kws {
+		m["run.workload."+k.Workload+"."+plan.MetricWatchOK] = k.Watch.OK
+		ok = ok && k.Watch.OK
+	}
 	for _, r := range rs {
 		ws := "run.workload." + r.Workload + "."
 		m[ws+plan.MetricRegistrationsPerS] = r.RegistrationsPerS
@@ -94,6 +101,11 @@ func (r *Results) Lookup(path string) (any, bool) {
 }
 
 func addPhase(m map[string]any, scope string, p *Phase) {
+	for name, st := range p.Server {
+		for stat, v := range st.Values {
+			m[scope+".server."+name+"."+stat] = v
+		}
+	}
 	addOp(m, scope, &p.Total)
 	for i := range p.Ops {
 		addOp(m, scope+"."+p.Ops[i].Op, &p.Ops[i])

@@ -82,6 +82,9 @@ type Results struct {
 	Locks []Lock `json:"locks,omitempty"`
 	// Watches holds each watches workload's figures.
 	Watches []WatchHold `json:"watches,omitempty"`
+	// KeyWatches holds, for each key-value workload with watchers, what
+	// they were told and the watch checker's verdict.
+	KeyWatches []KeyWatch `json:"key_watches,omitempty"`
 	// Checks holds every check of the scenario and its outcome.
 	Checks []Check `json:"checks"`
 	// Clusters holds each cluster's own figures when the scenario has
@@ -156,6 +159,21 @@ type Phase struct {
 	// Failovers lists the faults injected during the phase and how the
 	// cluster recovered from each.
 	Failovers []Failover `json:"failovers"`
+	// Server holds what the store's own metrics say of the phase, by our
+	// name of the metric (see the store's ServerMetrics); absent when they
+	// were not scraped.
+	Server map[string]ServerStat `json:"server,omitempty"`
+}
+
+// ServerStat is one of the store's own metrics over a phase, summed over
+// the nodes: Values by stat (p50, p90, p99, mean, count for histograms;
+// mean, count for summaries; delta, per_s for counters; max, the largest
+// a node reported, and total, the sum of the nodes' last values, for
+// gauges). Durations are in milliseconds.
+type ServerStat struct {
+	Kind   string             `json:"kind"`
+	Unit   string             `json:"unit"`
+	Values map[string]float64 `json:"values"`
 }
 
 // WorkloadStats is one workload's share of a phase.
@@ -483,6 +501,23 @@ type WatchHold struct {
 }
 
 // WatchVerdict summarises runner/checker's watch verdict.
+// KeyWatch is what the watchers of one key-value workload measured
+// besides notify and fanout, which are among the workload's operations.
+type KeyWatch struct {
+	Workload string `json:"workload"`
+	Store    string `json:"store"`
+	Watchers int    `json:"watchers"`
+	// Writes counts the writes to the watched keys acknowledged after the
+	// watchers listed; FannedOut those every watcher was told (it, or a
+	// newer value of the key).
+	Writes         int          `json:"writes"`
+	FannedOut      int          `json:"fanned_out"`
+	WatchErrors    int          `json:"watch_errors"`
+	Watch          WatchVerdict `json:"watch"`
+	ViolationsFile string       `json:"violations_file,omitempty"`
+}
+
+// WatchVerdict is a watch checker's verdict.
 type WatchVerdict struct {
 	OK         bool   `json:"ok"`
 	Model      string `json:"model"`

@@ -43,6 +43,7 @@ func WriteSummary(w io.Writer, r *Results, color bool) error {
 	sw.correctness(r)
 	sw.registries(r)
 	sw.locks(r)
+	sw.keyWatches(r)
 	for _, w := range r.Watches {
 		sw.printf("watches %s on %s: %d of %d held, set in %s (%.0f/s)\n\n", w.Workload, w.Store, w.Held, w.Keys, fmtDuration(w.SetMS), w.SetPerS)
 	}
@@ -297,6 +298,36 @@ func (s *summaryWriter) locks(r *Results) {
 		s.printf("  %s\n", s.paint(ansiRed, fmt.Sprintf("MUTUAL EXCLUSION BROKEN: %d pairs of overlapping holds; first: %s", l.Overlaps, l.Detail)))
 		if l.OverlapsFile != "" {
 			s.printf("  evidence: %s\n", l.OverlapsFile)
+		}
+		s.printf("\n")
+	}
+}
+
+// keyWatches prints what each key-value workload's watchers were told:
+// how soon, and whether the store kept its watch's promises.
+func (s *summaryWriter) keyWatches(r *Results) {
+	for _, k := range r.KeyWatches {
+		ops := workloadOps(r, k.Workload)
+		s.printf("watchers of %s on %s: %d, %s watch model; %d of %d writes reached every watcher", k.Workload, k.Store, k.Watchers, k.Watch.Model, k.FannedOut, k.Writes)
+		if o := ops["notify"]; o != nil && o.Latency != nil && o.RawLatency != nil {
+			s.printf("\n  notify p50 %s p99 %s from the write's send (p50 %s p99 %s from its acknowledgement)",
+				fmtDuration(o.Latency.P50MS), fmtDuration(o.Latency.P99MS), fmtDuration(o.RawLatency.P50MS), fmtDuration(o.RawLatency.P99MS))
+		}
+		if o := ops["fanout"]; o != nil && o.Latency != nil {
+			s.printf(", fan-out p50 %s p99 %s", fmtDuration(o.Latency.P50MS), fmtDuration(o.Latency.P99MS))
+		}
+		s.printf("\n")
+		verdict := fmt.Sprintf("watches kept their promises (%d events)", k.Watch.Events)
+		if !k.Watch.OK {
+			verdict = s.paint(ansiRed, "WATCH PROMISE BROKEN: "+k.Watch.Detail)
+		}
+		s.printf("  %s", verdict)
+		if k.Watch.Skipped > 0 {
+			s.printf("; %d values never told to some watcher, a newer one was (allowed by the model)", k.Watch.Skipped)
+		}
+		s.printf("\n")
+		if k.ViolationsFile != "" {
+			s.printf("  evidence: %s\n", k.ViolationsFile)
 		}
 		s.printf("\n")
 	}

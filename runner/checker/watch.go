@@ -35,6 +35,12 @@ type Seen struct {
 	Key      string        `json:"key,omitempty"`
 	Keys     []string      `json:"keys,omitempty"`
 	Revision int64         `json:"revision"`
+	// Value watches (CheckValueWatches) only: the value told (put), or a
+	// listing's values and each key's own revision, in the order of Keys.
+	// Values are written writes' names (see Write).
+	Value     string   `json:"value,omitempty"`
+	Values    []string `json:"values,omitempty"`
+	Revisions []int64  `json:"revisions,omitempty"`
 }
 
 // KeyLife is what the registry did with one key. Keys are unique per

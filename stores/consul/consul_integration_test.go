@@ -153,6 +153,8 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("concurrent", func(t *testing.T) { concurrentPuts(t, ctx, c.eps) })
 
+	t.Run("keywatch", func(t *testing.T) { storetest.KeyWatcherContract(t, ctx, Driver(), c.eps) })
+
 	poller, err := NewStatusPoller(c.eps)
 	if err != nil {
 		t.Fatal(err)

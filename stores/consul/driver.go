@@ -49,6 +49,7 @@ func Driver() stores.Driver {
 		Classify:        Classify,
 		RegistryRecipes: []string{RecipeKV, RecipeService},
 		NewRegistry:     NewRegistry,
+		NewKeyWatcher:   NewKeyWatcher,
 		NewLocker:       NewLocker,
 		MinTTL:          MinTTL,
 	}

@@ -58,6 +58,7 @@ func Driver() stores.Driver {
 		NewRegistry:     NewRegistry,
 		RegistryRecipes: []string{"lease"},
 		NewWatchHolder:  NewWatchHolder,
+		NewKeyWatcher:   NewKeyWatcher,
 		NewLocker:       NewLocker,
 		MinTTL:          minTTL,
 		Benchmark: func(ctx context.Context, version, cacheDir string, progress io.Writer) (string, error) {

@@ -137,6 +137,7 @@ func TestIntegration(t *testing.T) {
 	for _, consistency := range []string{ConsistencyLinearizable, ConsistencySerializable} {
 		t.Run("ops/"+consistency, func(t *testing.T) { exerciseOps(t, ctx, c.eps, consistency) })
 	}
+	t.Run("keywatch", func(t *testing.T) { storetest.KeyWatcherContract(t, ctx, Driver(), c.eps) })
 
 	poller, err := NewStatusPoller(c.eps)
 	if err != nil {

@@ -39,6 +39,9 @@ type registry struct {
 	ttl     int64 // seconds, as leases count
 	timeout time.Duration
 	next    atomic.Uint64 // instances registered, to pick their connection
+	// values makes listings and events carry values and each key's mod
+	// revision: the key watcher's, which is a registry without instances.
+	values bool
 
 	mu       sync.Mutex
 	watchers map[int]*clientv3.Client
@@ -118,24 +121,33 @@ func (r *registry) Register(ctx context.Context, key string, value []byte) (stor
 }
 
 func (r *registry) List(ctx context.Context, prefix string) ([]string, error) {
-	keys, _, err := r.list(ctx, r.conns[0], prefix)
-	return keys, err
+	ls, err := r.list(ctx, r.conns[0], prefix)
+	return ls.Keys, err
 }
 
-// list reads the keys under prefix, linearizably, and the revision they
-// were read at. etcd returns a range in key order.
-func (r *registry) list(ctx context.Context, cli *clientv3.Client, prefix string) ([]string, int64, error) {
+// list reads the keys under prefix, linearizably, as a listing at the
+// revision they were read at: with values and mod revisions if r.values.
+// etcd returns a range in key order.
+func (r *registry) list(ctx context.Context, cli *clientv3.Client, prefix string) (stores.WatchEvent, error) {
 	ctx, cancel := r.bound(ctx)
 	defer cancel()
-	resp, err := cli.Get(leader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	opts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if !r.values {
+		opts = append(opts, clientv3.WithKeysOnly())
+	}
+	resp, err := cli.Get(leader(ctx), prefix, opts...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("etcd registry: list %q: %w", prefix, err)
+		return stores.WatchEvent{}, fmt.Errorf("etcd registry: list %q: %w", prefix, err)
 	}
-	keys := make([]string, len(resp.Kvs))
+	ls := stores.WatchEvent{Kind: stores.WatchList, Keys: make([]string, len(resp.Kvs)), Revision: resp.Header.Revision}
 	for i, kv := range resp.Kvs {
-		keys[i] = string(kv.Key)
+		ls.Keys[i] = string(kv.Key)
+		if r.values {
+			ls.Values = append(ls.Values, kv.Value)
+			ls.Revisions = append(ls.Revisions, kv.ModRevision)
+		}
 	}
-	return keys, resp.Header.Revision, nil
+	return ls, nil
 }
 
 func (r *registry) Watch(ctx context.Context, watcher int, prefix string, fn func(stores.WatchEvent)) error {
@@ -150,16 +162,16 @@ func (r *registry) Watch(ctx context.Context, watcher int, prefix string, fn fun
 	)
 	for {
 		if !listed {
-			var keys []string
-			keys, rev, err = r.list(ctx, cli, prefix)
+			var ls stores.WatchEvent
+			ls, err = r.list(ctx, cli, prefix)
 			if err == nil {
-				listed = true
-				fn(stores.WatchEvent{Kind: stores.WatchList, Keys: keys, Revision: rev})
+				listed, rev = true, ls.Revision
+				fn(ls)
 			}
 		}
 		if listed {
 			var created bool
-			rev, created, err = follow(ctx, cli, prefix, rev, fn)
+			rev, created, err = follow(ctx, cli, prefix, rev, r.values, fn)
 			if created {
 				pause = restartMin
 			}
@@ -185,10 +197,10 @@ func (r *registry) Watch(ctx context.Context, watcher int, prefix string, fn fun
 	}
 }
 
-// follow watches prefix from rev+1, passing each change to fn, until the
-// watch ends. It returns the newest revision fn was given, whether etcd
+// follow watches prefix from rev+1, passing each change to fn (with the
+// new value if values), until the watch ends. It returns the newest revision fn was given, whether etcd
 // created the watch, and why it ended (never nil unless ctx ended).
-func follow(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, fn func(stores.WatchEvent)) (int64, bool, error) {
+func follow(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, values bool, fn func(stores.WatchEvent)) (int64, bool, error) {
 	// Its own context, so that ending this watch ends only it. Requiring a
 	// leader makes a member cut off from the leader cancel the watch (with
 	// "no leader") rather than leave it silent while the others move on.
@@ -208,7 +220,11 @@ func follow(ctx context.Context, cli *clientv3.Client, prefix string, rev int64,
 			if ev.Type == mvccpb.DELETE {
 				kind = stores.WatchDelete
 			}
-			fn(stores.WatchEvent{Kind: kind, Key: string(ev.Kv.Key), Revision: ev.Kv.ModRevision})
+			e := stores.WatchEvent{Kind: kind, Key: string(ev.Kv.Key), Revision: ev.Kv.ModRevision}
+			if values && kind == stores.WatchPut {
+				e.Value = ev.Kv.Value
+			}
+			fn(e)
 			rev = ev.Kv.ModRevision
 		}
 	}

@@ -101,6 +101,7 @@ func Driver() stores.Driver {
 		NewRegistry:     NewRegistry,
 		RegistryRecipes: []string{"session"},
 		NewWatchHolder:  NewWatchHolder,
+		NewKeyWatcher:   NewKeyWatcher,
 		NewLocker:       NewLocker,
 		MinTTL:          minTTL,
 	}

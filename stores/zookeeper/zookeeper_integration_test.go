@@ -143,6 +143,7 @@ func TestIntegration(t *testing.T) {
 		t.Run("ops/"+consistency, func(t *testing.T) { exerciseOps(t, ctx, e.eps, consistency) })
 	}
 	t.Run("throughput", func(t *testing.T) { throughput(t, ctx, e.eps) })
+	t.Run("keywatch", func(t *testing.T) { storetest.KeyWatcherContract(t, ctx, Driver(), e.eps) })
 
 	poller, err := NewStatusPoller(e.eps)
 	if err != nil {

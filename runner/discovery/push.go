@@ -1,0 +1,452 @@
+package discovery
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/runner/checker"
+	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/runner/workload"
+	"github.com/coordlab/scenario/stores"
+)
+
+// pushSettle bounds how long the end of a watched workload waits for every
+// watcher to agree with the store before the watches are judged.
+const pushSettle = 30 * time.Second
+
+// Loader plays one load of a key-value workload: its workload engine.
+type Loader interface {
+	Run(ctx context.Context, l plan.LoadSpec, start time.Duration) (workload.Stats, error)
+}
+
+// PushConfig is what a PushEngine needs besides its workload.
+type PushConfig struct {
+	Watcher stores.KeyWatcher
+	// Load is the workload's own engine, whose writes are watched; its
+	// history must reach Written.
+	Load Loader
+	Sink metrics.Sink
+	// Base is the run's base time; End is when the workload's last load
+	// ends, both as for Config.
+	Base time.Time
+	End  time.Duration
+	Log  *slog.Logger
+}
+
+// PushEngine is a key-value workload whose keys consumers watch, as
+// configuration pushed through the store is watched: its watchers list
+// the workload's keys before its first load and follow them through
+// every load; each write told to a watcher is timed (notify), and so is
+// the time until every watcher was told it or a newer value of its key
+// (fanout). At the end of the workload's last load the watches are judged
+// against the writes (checker.CheckValueWatches).
+type PushEngine struct {
+	spec plan.WorkloadSpec
+	cfg  PushConfig
+	rec  *recorder
+
+	startOnce sync.Once
+	startErr  error
+	stopOnce  sync.Once
+	stopErr   error
+	bgCancel  context.CancelFunc
+	bg        sync.WaitGroup
+
+	mu       sync.Mutex
+	watchers []*pushWatcher
+	writes   map[string]*checker.Write // by value name
+	order    []*checker.Write
+	early    map[string][]earlyTell // value -> watchers told it before its write returned
+	fan      map[string]*keyFanout  // by key
+	listed   time.Duration          // when the last watcher first listed
+	ready    bool                   // every watcher has listed
+	report   PushReport
+}
+
+// earlyTell is a watcher told a value before its write returned.
+type earlyTell struct {
+	watcher int
+	at      time.Duration
+}
+
+// pushWatcher is one consumer.
+type pushWatcher struct {
+	idx    int
+	view   map[string]string // key -> value name
+	log    checker.WatchLog
+	listed chan struct{}
+	first  bool
+	errs   int
+}
+
+// PushReport is what a watched workload measured besides its samples.
+type PushReport struct {
+	Watchers int
+	// Writes counts writes to the watched keys acknowledged during the
+	// timeline; FannedOut those every watcher was told (it or a newer
+	// value of its key), in fanout's samples.
+	Writes, FannedOut int
+	WatchErrors       int
+	Model             string
+	Watch             checker.WatchResult
+}
+
+// NewPush returns the push engine of key-value workload spec, which must
+// have watchers.
+func NewPush(spec plan.WorkloadSpec, cfg PushConfig) (*PushEngine, error) {
+	switch {
+	case spec.Watchers <= 0:
+		return nil, fmt.Errorf("workload %q has no watchers", spec.Name)
+	case cfg.Watcher == nil || cfg.Load == nil || cfg.Sink == nil:
+		return nil, fmt.Errorf("workload %q: no key watcher, engine or sink", spec.Name)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	e := &PushEngine{spec: spec, cfg: cfg, writes: map[string]*checker.Write{}, early: map[string][]earlyTell{}, fan: map[string]*keyFanout{},
+		rec: newRecorder(spec.Name, cfg.End, cfg.Sink, func(error) string { return plan.ErrOther })}
+	for i := range spec.Watchers {
+		e.watchers = append(e.watchers, &pushWatcher{idx: i + 1, view: map[string]string{}, first: true,
+			log: checker.WatchLog{Watcher: i + 1, Seen: []checker.Seen{}}, listed: make(chan struct{})})
+	}
+	e.report.Watchers, e.report.Model = spec.Watchers, string(cfg.Watcher.Semantics())
+	return e, nil
+}
+
+func (e *PushEngine) now() time.Duration { return time.Since(e.cfg.Base) }
+
+// ValueName names a written value by the writer and sequence number every
+// value a workload writes is tagged with; an untagged value is named by
+// its first bytes.
+func ValueName(v []byte) string {
+	if w, seq, ok := workload.ParseValue(v); ok {
+		return fmt.Sprintf("w%d#%d", w, seq)
+	}
+	return "?" + hex.EncodeToString(v[:min(len(v), workload.ValueTagSize)])
+}
+
+// Written takes one operation of the workload as its engine reports it
+// (workload.WithHistory), its times offsets from the run's base: the
+// writes to watched keys are what the watchers are judged against.
+func (e *PushEngine) Written(op workload.HistoryOp) {
+	if !strings.HasPrefix(op.Key, e.spec.KeyPrefix) {
+		return
+	}
+	w := checker.Write{Key: op.Key, Call: op.Call, Return: op.Return, Acked: op.Class == ""}
+	switch op.Op {
+	case plan.OpPut, plan.OpTxn:
+		w.Value = ValueName(op.Value)
+	case plan.OpDelete:
+	default:
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.order = append(e.order, &w)
+	if w.Value == "" {
+		return
+	}
+	e.writes[w.Value] = &w
+	for _, told := range e.early[w.Value] {
+		if w.Acked {
+			e.rec.observe(plan.OpNotify, w.Call, w.Return, told.at)
+		}
+		e.fanTold(told.watcher, w.Key, w.Call, told.at)
+	}
+	delete(e.early, w.Value)
+	if w.Acked && e.ready && w.Call >= e.listed {
+		e.fanWrite(&w)
+	}
+}
+
+// Run starts the watchers the first time (they list before the load
+// starts), plays the load with the workload's engine and, at the end of
+// the workload's last load, judges the watches.
+func (e *PushEngine) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) (workload.Stats, error) {
+	e.startOnce.Do(func() { e.startErr = e.start(ctx) })
+	if e.startErr != nil {
+		e.abandon()
+		return workload.Stats{}, fmt.Errorf("watchers of %q: %w", e.spec.Name, e.startErr)
+	}
+	st, err := e.cfg.Load.Run(ctx, l, start)
+	if ctx.Err() != nil {
+		e.abandon()
+		return st, err
+	}
+	if start+l.Duration.D() >= e.cfg.End {
+		e.stopOnce.Do(func() { e.stopErr = e.stop(ctx) })
+		if e.stopErr != nil && err == nil {
+			err = fmt.Errorf("watchers of %q: %w", e.spec.Name, e.stopErr)
+		}
+	}
+	return st, err
+}
+
+// start runs every watcher and waits for each one's first listing.
+func (e *PushEngine) start(ctx context.Context) error {
+	bgCtx, cancel := context.WithCancel(ctx)
+	e.mu.Lock()
+	e.bgCancel = cancel
+	e.mu.Unlock()
+	for _, w := range e.watchers {
+		e.bg.Go(func() { e.watch(bgCtx, w) })
+	}
+	deadline := time.NewTimer(listTimeout)
+	defer deadline.Stop()
+	for _, w := range e.watchers {
+		select {
+		case <-w.listed:
+		case <-deadline.C:
+			return fmt.Errorf("watcher %d did not list %s within %v", w.idx, e.spec.KeyPrefix, listTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	e.mu.Lock()
+	e.listed, e.ready = e.now(), true
+	e.mu.Unlock()
+	e.cfg.Log.Info("watchers listed", "workload", e.spec.Name, "watchers", len(e.watchers))
+	return nil
+}
+
+// watch runs one consumer until ctx ends, restarting its watch if the
+// store's recipe gives up.
+func (e *PushEngine) watch(ctx context.Context, w *pushWatcher) {
+	for ctx.Err() == nil {
+		err := e.cfg.Watcher.Watch(ctx, w.idx, e.spec.KeyPrefix, func(ev stores.WatchEvent) { e.told(w, ev, e.now()) })
+		if err != nil && ctx.Err() == nil {
+			e.cfg.Log.Debug("key watch failed; starting it again", "watcher", w.idx, "err", err)
+			e.mu.Lock()
+			w.errs++
+			e.mu.Unlock()
+			_ = sleepUntil(ctx, time.Now().Add(watchRetry))
+		}
+	}
+}
+
+// told takes what watcher w learned at at.
+func (e *PushEngine) told(w *pushWatcher, ev stores.WatchEvent, at time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ev.Err != nil {
+		w.errs++
+		return
+	}
+	seen := checker.Seen{At: at, Kind: ev.Kind, Key: ev.Key, Revision: ev.Revision}
+	switch ev.Kind {
+	case stores.WatchList:
+		seen.Keys, seen.Revisions = slices.Clone(ev.Keys), slices.Clone(ev.Revisions)
+		next := make(map[string]string, len(ev.Keys))
+		for i, k := range ev.Keys {
+			var v string
+			if i < len(ev.Values) {
+				v = ValueName(ev.Values[i])
+			}
+			seen.Values = append(seen.Values, v)
+			next[k] = v
+			if !w.first {
+				e.changed(w, k, v, at)
+			}
+		}
+		w.view = next
+	case stores.WatchPut:
+		seen.Value = ValueName(ev.Value)
+		e.changed(w, ev.Key, seen.Value, at)
+		w.view[ev.Key] = seen.Value
+	case stores.WatchDelete:
+		delete(w.view, ev.Key)
+	}
+	w.log.Seen = append(w.log.Seen, seen)
+	if w.first && ev.Kind == stores.WatchList {
+		w.first = false
+		close(w.listed)
+	}
+}
+
+// changed: watcher w was told key holds v. A value it already held is no
+// news (a listing repeats what has not changed). e.mu must be held.
+func (e *PushEngine) changed(w *pushWatcher, key, v string, at time.Duration) {
+	if w.view[key] == v {
+		return
+	}
+	wr := e.writes[v]
+	if wr == nil {
+		e.early[v] = append(e.early[v], earlyTell{w.idx, at})
+		return
+	}
+	if wr.Acked {
+		e.rec.observe(plan.OpNotify, wr.Call, wr.Return, at)
+	}
+	e.fanTold(w.idx, key, wr.Call, at)
+}
+
+// abandon stops the watchers without judging them: the run was cancelled
+// or never started.
+func (e *PushEngine) abandon() {
+	e.stopOnce.Do(func() {
+		e.mu.Lock()
+		cancel := e.bgCancel
+		e.mu.Unlock()
+		if cancel != nil {
+			cancel()
+			e.bg.Wait()
+		}
+	})
+}
+
+// stop waits for every watcher to agree with the store, stops them, and
+// judges what they saw.
+func (e *PushEngine) stop(ctx context.Context) error {
+	final, err := e.settle(ctx)
+	e.bgCancel()
+	e.bg.Wait()
+	if err != nil {
+		return fmt.Errorf("read the watched keys after the run: %w", err)
+	}
+	e.judge(final)
+	return nil
+}
+
+// settle waits, up to pushSettle, until every watcher's view is the
+// store's, and returns the store's.
+func (e *PushEngine) settle(ctx context.Context) (map[string]string, error) {
+	deadline := time.Now().Add(pushSettle)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, e.timeout())
+		vals, err := e.cfg.Watcher.Read(rctx, e.spec.KeyPrefix)
+		cancel()
+		final := make(map[string]string, len(vals))
+		for k, v := range vals {
+			final[k] = ValueName(v)
+		}
+		if err == nil && e.agree(final) || time.Now().After(deadline) {
+			return final, err
+		}
+		if sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) != nil {
+			return final, ctx.Err()
+		}
+	}
+}
+
+func (e *PushEngine) timeout() time.Duration {
+	if t := e.spec.Timeout.D(); t > 0 {
+		return t
+	}
+	return workload.DefaultTimeout
+}
+
+func (e *PushEngine) agree(final map[string]string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, w := range e.watchers {
+		if !maps.Equal(w.view, final) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *PushEngine) judge(final map[string]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	writes := make([]checker.Write, len(e.order))
+	for i, w := range e.order {
+		writes[i] = *w
+	}
+	logs := make([]checker.WatchLog, len(e.watchers))
+	for i, w := range e.watchers {
+		logs[i] = w.log
+		e.report.WatchErrors += w.errs
+	}
+	model := checker.WatchSnapshots
+	if e.cfg.Watcher.Semantics() == stores.WatchEvents {
+		model = checker.WatchEvents
+	}
+	e.report.Watch = checker.CheckValueWatches(model, writes, logs, final)
+}
+
+// keyFanout follows how far every watcher of one key has got: a write is
+// fanned out once each watcher was told its value or a value of the key
+// sent after it (a consumer told a newer value needs the older no more).
+type keyFanout struct {
+	// covered is, per watcher, the latest send of any value of the key
+	// it was told.
+	covered []time.Duration
+	// steps are when the least of covered rose, and to what: a write
+	// acknowledged after the watchers were told is fanned out at the
+	// first step that reaches its send.
+	steps []fanStep
+	// pending are acknowledged writes not fanned out yet, by send.
+	pending []*checker.Write
+}
+
+type fanStep struct{ at, upTo time.Duration }
+
+// fanKey returns key's fan-out state. e.mu must be held.
+func (e *PushEngine) fanKey(key string) *keyFanout {
+	f := e.fan[key]
+	if f == nil {
+		f = &keyFanout{covered: make([]time.Duration, len(e.watchers))}
+		for i := range f.covered {
+			f.covered[i] = -1 << 62
+		}
+		e.fan[key] = f
+	}
+	return f
+}
+
+// fanTold: watcher w (1-based) was told at at a value of key whose write
+// was sent at call. e.mu must be held.
+func (e *PushEngine) fanTold(w int, key string, call, at time.Duration) {
+	f := e.fanKey(key)
+	if call <= f.covered[w-1] {
+		return
+	}
+	f.covered[w-1] = call
+	least := slices.Min(f.covered)
+	if n := len(f.steps); n > 0 && f.steps[n-1].upTo >= least {
+		return
+	}
+	f.steps = append(f.steps, fanStep{at, least})
+	i := 0
+	for ; i < len(f.pending) && f.pending[i].Call <= least; i++ {
+		e.fannedOut(f.pending[i], at)
+	}
+	f.pending = f.pending[i:]
+}
+
+// fanWrite takes an acknowledged write sent after the watchers listed:
+// fanned out already if the watchers got there first, else pending. e.mu
+// must be held.
+func (e *PushEngine) fanWrite(w *checker.Write) {
+	e.report.Writes++
+	f := e.fanKey(w.Key)
+	if i := sort.Search(len(f.steps), func(i int) bool { return f.steps[i].upTo >= w.Call }); i < len(f.steps) {
+		e.fannedOut(w, f.steps[i].at)
+		return
+	}
+	i := sort.Search(len(f.pending), func(i int) bool { return f.pending[i].Call > w.Call })
+	f.pending = slices.Insert(f.pending, i, w)
+}
+
+func (e *PushEngine) fannedOut(w *checker.Write, at time.Duration) {
+	e.report.FannedOut++
+	e.rec.observe(plan.OpFanout, w.Call, w.Return, at)
+}
+
+// Report returns what the watchers measured; complete once the workload's
+// last load returned.
+func (e *PushEngine) Report() PushReport {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.report
+}

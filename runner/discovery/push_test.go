@@ -1,0 +1,173 @@
+package discovery
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/runner/workload"
+	"github.com/coordlab/scenario/stores"
+)
+
+// fakeKV is an in-memory key-value store with etcd's watch model: every
+// change, in revision order, once. dropNth, when set, loses the nth event
+// sent to watcher 1; slow delays each watcher's events, as a network would.
+type fakeKV struct {
+	dropNth int
+	slow    time.Duration
+
+	mu   sync.Mutex
+	rev  int64
+	data map[string][]byte
+	mods map[string]int64
+	subs map[int]chan stores.WatchEvent
+	sent map[int]int
+}
+
+func newFakeKV() *fakeKV {
+	return &fakeKV{data: map[string][]byte{}, mods: map[string]int64{}, subs: map[int]chan stores.WatchEvent{}, sent: map[int]int{}}
+}
+
+func (f *fakeKV) put(key string, v []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rev++
+	f.data[key], f.mods[key] = v, f.rev
+	for w, ch := range f.subs {
+		f.sent[w]++
+		if w == 1 && f.sent[w] == f.dropNth {
+			continue
+		}
+		ch <- stores.WatchEvent{Kind: stores.WatchPut, Key: key, Value: v, Revision: f.rev}
+	}
+}
+
+func (f *fakeKV) Watch(ctx context.Context, watcher int, _ string, fn func(stores.WatchEvent)) error {
+	ch := make(chan stores.WatchEvent, 1<<16)
+	f.mu.Lock()
+	ls := stores.WatchEvent{Kind: stores.WatchList, Revision: f.rev}
+	for _, k := range slices.Sorted(maps.Keys(f.data)) {
+		ls.Keys, ls.Values, ls.Revisions = append(ls.Keys, k), append(ls.Values, f.data[k]), append(ls.Revisions, f.mods[k])
+	}
+	f.subs[watcher] = ch
+	f.mu.Unlock()
+	fn(ls)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-ch:
+			time.Sleep(f.slow)
+			fn(ev)
+		}
+	}
+}
+
+func (f *fakeKV) Read(context.Context, string) (map[string][]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.data), nil
+}
+
+func (f *fakeKV) Semantics() stores.WatchSemantics { return stores.WatchEvents }
+func (f *fakeKV) Close() error                     { return nil }
+
+// fakeWriter is a workload engine that writes tagged values to 5 keys,
+// one every 2 ms for the load's duration, reporting each as its history.
+type fakeWriter struct {
+	kv      *fakeKV
+	base    time.Time
+	written func(workload.HistoryOp)
+	seq     uint64
+}
+
+func (w *fakeWriter) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) (workload.Stats, error) {
+	if err := sleepUntil(ctx, w.base.Add(start)); err != nil {
+		return workload.Stats{}, err
+	}
+	for end := start + l.Duration.D(); time.Since(w.base) < end; {
+		w.seq++
+		key := "/cfg/k" + string(rune('0'+w.seq%5))
+		v := workload.AppendValue(nil, 16, 3, w.seq)
+		call := time.Since(w.base)
+		w.kv.put(key, v)
+		w.written(workload.HistoryOp{ClientID: 3, Op: plan.OpPut, Key: key, Value: v, Call: call, Return: time.Since(w.base)})
+		if err := sleepUntil(ctx, time.Now().Add(2*time.Millisecond)); err != nil {
+			return workload.Stats{}, err
+		}
+	}
+	return workload.Stats{}, nil
+}
+
+func playPush(t *testing.T, kv *fakeKV) (PushReport, *samples) {
+	t.Helper()
+	spec := plan.WorkloadSpec{Name: "cfg", KeyPrefix: "/cfg/", Watchers: 3, Mix: []plan.OpWeight{{Op: plan.OpPut, Weight: 1}}}
+	sink := &samples{}
+	base := time.Now().Add(20 * time.Millisecond) // as the runner's: the watchers list before it
+	var e *PushEngine
+	writer := &fakeWriter{kv: kv, base: base, written: func(op workload.HistoryOp) { e.Written(op) }}
+	// A value written before the watchers list, as a preload would.
+	pre := workload.AppendValue(nil, 16, workload.PreloadWriter, 0)
+	kv.put("/cfg/k0", pre)
+	e, err := NewPush(spec, PushConfig{Watcher: kv, Load: writer, Sink: sink, Base: base, End: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Written(workload.HistoryOp{ClientID: workload.PreloadWriter, Op: plan.OpPut, Key: "/cfg/k0", Value: pre, Call: -time.Millisecond, Return: -time.Millisecond / 2})
+	load := plan.LoadSpec{Workload: "cfg", Mode: plan.LoadClosed, Duration: plan.Duration(150 * time.Millisecond)}
+	ctx := context.Background()
+	if _, err := e.Run(ctx, load, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run(ctx, load, 150*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	return e.Report(), sink
+}
+
+func TestPushEngine(t *testing.T) {
+	kv := newFakeKV()
+	kv.slow = 100 * time.Microsecond
+	rep, s := playPush(t, kv)
+	if !rep.Watch.OK() || rep.Watch.Watchers != 3 {
+		t.Fatalf("watch verdict %+v; want kept promises of 3 watchers", rep.Watch)
+	}
+	if rep.Writes == 0 || rep.FannedOut != rep.Writes {
+		t.Errorf("%d of %d writes fanned out; every watcher is told every write", rep.FannedOut, rep.Writes)
+	}
+	if n := len(s.of(plan.OpNotify)); n != 3*rep.Writes {
+		t.Errorf("%d notify samples for %d writes and 3 watchers", n, rep.Writes)
+	}
+	fan := s.of(plan.OpFanout)
+	if len(fan) != rep.FannedOut {
+		t.Errorf("%d fanout samples, %d fanned out", len(fan), rep.FannedOut)
+	}
+	for _, x := range append(fan, s.of(plan.OpNotify)...) {
+		if x.End < x.Intended || x.Start < x.Intended || x.Start > x.End {
+			t.Errorf("%s sample sent %v, acknowledged %v, told %v: out of order", x.Op, x.Intended, x.Start, x.End)
+		}
+	}
+}
+
+func TestPushEngineCatchesADroppedEvent(t *testing.T) {
+	kv := newFakeKV()
+	kv.dropNth = 20
+	rep, _ := playPush(t, kv)
+	if rep.Watch.OK() {
+		t.Fatalf("watcher 1 lost an event, but the verdict is %+v", rep.Watch)
+	}
+	missed := false
+	for _, v := range rep.Watch.Violations {
+		if v.Watcher != 1 {
+			t.Errorf("violation blamed on watcher %d: %+v", v.Watcher, v)
+		}
+		missed = missed || v.Kind == "missed"
+	}
+	if !missed {
+		t.Errorf("no missed event among %+v", rep.Watch.Violations)
+	}
+}
