@@ -44,6 +44,8 @@ fuzz:
 	$(GO) test ./compare -run '^$$' -fuzz FuzzParseRule -fuzztime 1m
 	$(GO) test ./stores/zookeeper -run '^$$' -fuzz '^FuzzParseSrvr$$' -fuzztime 1m
 	$(GO) test ./stores/zookeeper -run '^$$' -fuzz '^FuzzZnodeName$$' -fuzztime 1m
+	$(GO) test ./stores/zookeeper -run '^$$' -fuzz '^FuzzParseMntr$$' -fuzztime 1m
+	$(GO) test ./stores/promscrape -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 1m
 	$(GO) test ./stores/consul -run '^$$' -fuzz '^FuzzParseVersion$$' -fuzztime 1m
 	$(GO) test ./stores/consul -run '^$$' -fuzz '^FuzzParseIPPort$$' -fuzztime 1m
 	$(GO) test ./images -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime 1m

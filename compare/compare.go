@@ -9,10 +9,10 @@
 package compare
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -40,7 +40,7 @@ const (
 )
 
 // checkPrefix starts the path of each check's status.
-const checkPrefix = "check."
+const checkPrefix = results.CheckPrefix
 
 // Row is one metric of the comparison.
 type Row struct {
@@ -58,6 +58,22 @@ type Row struct {
 	Tolerance string `json:"tolerance"`
 	// Verdict is what the comparison concluded.
 	Verdict Verdict `json:"verdict"`
+	// Stats is set when either side has repetitions: Base and New are
+	// then the medians (for booleans: true in every repetition; for
+	// checks: passing in every one), Change is the median change.
+	Stats *RowStats `json:"stats,omitempty"`
+}
+
+// RowStats is what a comparison of repeated runs adds to a row.
+type RowStats struct {
+	// BaseN and NewN count the repetitions that measured the metric.
+	BaseN int `json:"base_n"`
+	NewN  int `json:"new_n"`
+	// BaseValues and NewValues are their values, in the order they ran.
+	BaseValues []any `json:"base_values"`
+	NewValues  []any `json:"new_values"`
+	// Test is the test of difference, for numbers.
+	Test *ShiftTest `json:"test,omitempty"`
 }
 
 // Run names one side of the comparison.
@@ -68,6 +84,9 @@ type Run struct {
 	Scenario string `json:"scenario"`
 	Store    string `json:"store,omitempty"`
 	Point    string `json:"point,omitempty"`
+	// Repetitions is how many runs an aggregate results.json holds (RunID
+	// is the first's); 0 for a single run.
+	Repetitions int `json:"repetitions,omitempty"`
 }
 
 // Diff is the outcome of Compare.
@@ -83,6 +102,8 @@ type Diff struct {
 	Rows []Row `json:"rows"`
 	// Ungated counts the metrics in both runs that no tolerance gates.
 	Ungated int `json:"ungated"`
+	// Alpha is the significance level when either side has repetitions.
+	Alpha float64 `json:"alpha,omitempty"`
 }
 
 // Options adjusts a comparison.
@@ -96,6 +117,9 @@ type Options struct {
 	// without it Compare refuses them, since their metrics need not mean
 	// the same.
 	AllowDifferentScenarios bool
+	// Alpha is the significance level of comparisons of repeated runs
+	// (DefaultAlpha when 0).
+	Alpha float64
 }
 
 // Count returns how many rows have verdict v.
@@ -116,16 +140,37 @@ func (d *Diff) Count(v Verdict) int {
 // improvement), and runs of different scenario files unless
 // opts.AllowDifferentScenarios.
 func Compare(base, next *results.Results, opts Options) (*Diff, error) {
-	if b, n := filepath.Base(base.Scenario), filepath.Base(next.Scenario); b != n && !opts.AllowDifferentScenarios {
+	return CompareSides(FromResults(base), FromResults(next), opts)
+}
+
+// CompareSides judges next against base, either of which may hold
+// repetitions. With one run a side it is Compare. Otherwise each numeric
+// metric is judged on its medians, and a change beyond the tolerance
+// regresses (or improves) only when the Mann-Whitney test finds it
+// significant at opts.Alpha (see ShiftTest). Where the sides hold too few
+// repetitions for any p-value to reach alpha, the metric is judged by its
+// tolerance on the medians alone, and a warning says so. A boolean
+// metric or a check counts as good on a side when it is good in every
+// repetition.
+func CompareSides(base, next *Side, opts Options) (*Diff, error) {
+	if b, n, same := sameScenario(base, next); !same && !opts.AllowDifferentScenarios {
 		return nil, fmt.Errorf("base ran scenario %s and new ran %s: their metrics need not mean the same; compare runs of one scenario, or pass --allow-different-scenarios if this is intended", orNone(b), orNone(n))
 	}
-	bm, nm := values(base), values(next)
-	union := make(map[string]bool, len(bm))
-	for p := range bm {
-		union[p] = true
+	alpha := cmp.Or(opts.Alpha, DefaultAlpha)
+	if alpha <= 0 || alpha >= 1 {
+		return nil, fmt.Errorf("alpha %v: want a significance level between 0 and 1, such as 0.05", alpha)
 	}
-	for p := range nm {
-		union[p] = true
+	repeated := base.Repetitions() > 1 || next.Repetitions() > 1
+	union := make(map[string]bool, len(base.values))
+	for p := range base.values {
+		if len(base.present(p)) > 0 {
+			union[p] = true
+		}
+	}
+	for p := range next.values {
+		if len(next.present(p)) > 0 {
+			union[p] = true
+		}
 	}
 	for _, pat := range opts.Only {
 		if !matchesAny(pat, union) {
@@ -135,7 +180,10 @@ func Compare(base, next *results.Results, opts Options) (*Diff, error) {
 	if err := checkSigns(opts.Rules, union); err != nil {
 		return nil, err
 	}
-	d := &Diff{Base: identify(base), New: identify(next), Warnings: mismatches(base, next), Rows: []Row{}}
+	d := &Diff{Base: base.run, New: next.run, Warnings: mismatches(base, next), Rows: []Row{}}
+	if repeated {
+		d.Alpha = alpha
+	}
 	for _, r := range opts.Rules {
 		if !matchesAny(r.Pattern, union) {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("--tolerance %s=%s matches no metric of either run", r.Pattern, r.Tolerance))
@@ -145,16 +193,17 @@ func Compare(base, next *results.Results, opts Options) (*Diff, error) {
 	rules := append(defaults, opts.Rules...)
 	// A workload alone in its scope in one run only is not a duplicate:
 	// in the other, the scope's numbers include other workloads.
-	nextSole := soleWorkloads(next)
-	dups := slices.DeleteFunc(soleWorkloads(base), func(prefix string) bool {
-		return !slices.Contains(nextSole, prefix)
+	dups := slices.DeleteFunc(slices.Clone(base.sole), func(prefix string) bool {
+		return !slices.Contains(next.sole, prefix)
 	})
+	untestable := 0
 	for p := range union {
 		if len(opts.Only) > 0 && !slices.ContainsFunc(opts.Only, func(pat string) bool { return Match(pat, p) }) {
 			continue
 		}
-		b, inBase := bm[p]
-		n, inNew := nm[p]
+		bs, ns := base.present(p), next.present(p)
+		inBase, inNew := len(bs) > 0, len(ns) > 0
+		b, n := summary(bs), summary(ns)
 		tol, rule := resolve(rules, p)
 		dup := slices.ContainsFunc(dups, func(prefix string) bool { return strings.HasPrefix(p, prefix) })
 		if rule < 0 || tol.Ignore || (dup && rule < len(defaults)) {
@@ -169,16 +218,32 @@ func Compare(base, next *results.Results, opts Options) (*Diff, error) {
 			row.Verdict = Missing
 		case !inBase:
 			row.Verdict = New
-		default:
+		case !repeated:
 			var err error
 			if row, err = judge(p, b, n, tol); err != nil {
 				d.Warnings = append(d.Warnings, err.Error())
 				continue
 			}
+		default:
+			var err error
+			if row, err = judgeRepeated(p, bs, ns, tol, alpha); err != nil {
+				d.Warnings = append(d.Warnings, err.Error())
+				continue
+			}
+			if t := row.Stats.Test; t != nil && !t.Testable {
+				untestable++
+			}
+		}
+		if repeated && row.Stats == nil {
+			row.Stats = &RowStats{BaseN: len(bs), NewN: len(ns), BaseValues: orEmpty(bs), NewValues: orEmpty(ns)}
 		}
 		d.Rows = append(d.Rows, row)
 	}
-	order := scopeOrder(base, next)
+	if untestable > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("%d metric(s) have too few repetitions for any change to be significant at alpha %g (%d in BASE, %d in NEW: the smallest p-value is %.3g; 5 a side reach %.4f): they are judged by their tolerance on the medians alone, as single runs are",
+			untestable, alpha, base.Repetitions(), next.Repetitions(), MinP(base.Repetitions(), next.Repetitions()), MinP(5, 5)))
+	}
+	order := scopeOrder(base.phases, next.phases)
 	slices.SortFunc(d.Rows, func(x, y Row) int {
 		if c := verdictRank(x.Verdict) - verdictRank(y.Verdict); c != 0 {
 			return c
@@ -246,16 +311,7 @@ func judge(metric string, b, n any, tol Tolerance) (Row, error) {
 		if bv != 0 {
 			row.ChangePct = results.Ptr(round9(delta / math.Abs(bv) * 100))
 		}
-		allowed := tol.allowance(bv)
-		exceeds := func(v float64) bool { return v > allowed*(1+slack)+slack }
-		switch dir := direction(tol, metric); {
-		case dir == 0 && exceeds(math.Abs(delta)):
-			row.Verdict = Regression
-		case dir != 0 && exceeds(float64(dir)*delta):
-			row.Verdict = Regression
-		case dir != 0 && exceeds(-float64(dir)*delta):
-			row.Verdict = Improved
-		}
+		row.Verdict = tolVerdict(metric, bv, delta, tol)
 		return row, nil
 	case bool:
 		nv, ok := n.(bool)
@@ -274,6 +330,21 @@ func judge(metric string, b, n any, tol Tolerance) (Row, error) {
 		return row, nil
 	}
 	return Row{}, fmt.Errorf("%s: cannot compare %v (%T) with %v (%T)", metric, b, b, n, n)
+}
+
+// tolVerdict judges a numeric change delta from base against tol.
+func tolVerdict(metric string, base, delta float64, tol Tolerance) Verdict {
+	allowed := tol.allowance(base)
+	exceeds := func(v float64) bool { return v > allowed*(1+slack)+slack }
+	switch dir := direction(tol, metric); {
+	case dir == 0 && exceeds(math.Abs(delta)):
+		return Regression
+	case dir != 0 && exceeds(float64(dir)*delta):
+		return Regression
+	case dir != 0 && exceeds(-float64(dir)*delta):
+		return Improved
+	}
+	return OK
 }
 
 // round9 drops the float noise of a subtraction (1 - 0.99 is
@@ -364,13 +435,11 @@ func verdictRank(v Verdict) int {
 // scopeOrder ranks a metric by where it sits in the timeline: the phases in
 // order (base's, then any only in the new run), then the whole run, then
 // the checks.
-func scopeOrder(base, next *results.Results) func(metric string) int {
+func scopeOrder(base, next []string) func(metric string) int {
 	var phases []string
-	for _, r := range []*results.Results{base, next} {
-		for _, p := range r.Phases {
-			if !slices.Contains(phases, p.Name) {
-				phases = append(phases, p.Name)
-			}
+	for _, name := range slices.Concat(base, next) {
+		if !slices.Contains(phases, name) {
+			phases = append(phases, name)
 		}
 	}
 	return func(metric string) int {
@@ -407,16 +476,16 @@ func pointText(point []results.SweepValue) string {
 // mismatches warns when the runs are not two runs of the same thing. The
 // scenario is compared by file name only: the baseline may have been run
 // from another directory.
-func mismatches(base, next *results.Results) []string {
+func mismatches(base, next *Side) []string {
 	w := []string{} // [], not null, in --json
-	if b, n := filepath.Base(base.Scenario), filepath.Base(next.Scenario); b != n {
+	if b, n, same := sameScenario(base, next); !same {
 		// Compare refuses this unless told it is intended.
 		w = append(w, fmt.Sprintf("different scenarios: base ran %s, new ran %s", b, n))
 	}
-	if b, n := base.Backend["store"], next.Backend["store"]; b != n {
+	if b, n := base.run.Store, next.run.Store; b != n {
 		w = append(w, fmt.Sprintf("different stores: base ran %s, new ran %s", orNone(b), orNone(n)))
 	}
-	if b, n := pointText(base.Point), pointText(next.Point); b != n {
+	if b, n := base.run.Point, next.run.Point; b != n {
 		w = append(w, fmt.Sprintf("different sweep points: base ran %s, new ran %s", orNone(b), orNone(n)))
 	}
 	return w

@@ -24,16 +24,20 @@ func (d *Diff) WriteText(w io.Writer, all bool) error {
 	}
 	tw.printf("\n")
 
-	var shown [][]string
-	for _, r := range d.Rows {
-		if r.Verdict == Regression || r.Verdict == Improved || (all && r.Verdict == OK) {
-			shown = append(shown, []string{r.Metric, value(r.Metric, r.Base), value(r.Metric, r.New), change(r), r.Tolerance, verdictText(r.Verdict)})
-		}
-	}
-	if len(shown) > 0 {
-		tw.table([]string{"metric", "base", "new", "change", "tolerance", "verdict"}, shown)
+	if d.Alpha != 0 {
+		d.writeRepeated(tw, all)
 	} else {
-		tw.printf("no metric moved beyond its tolerance\n")
+		var shown [][]string
+		for _, r := range d.Rows {
+			if r.Verdict == Regression || r.Verdict == Improved || (all && r.Verdict == OK) {
+				shown = append(shown, []string{r.Metric, value(r.Metric, r.Base), value(r.Metric, r.New), change(r), r.Tolerance, verdictText(r.Verdict)})
+			}
+		}
+		if len(shown) > 0 {
+			tw.table([]string{"metric", "base", "new", "change", "tolerance", "verdict"}, shown, []bool{false, true, true, true, false, false})
+		} else {
+			tw.printf("no metric moved beyond its tolerance\n")
+		}
 	}
 
 	if n := d.Count(Missing); n > 0 {
@@ -44,8 +48,12 @@ func (d *Diff) WriteText(w io.Writer, all bool) error {
 		tw.printf("\n%d metric(s) only in NEW, not compared:\n", n)
 		tw.list(d.Rows, New, "new", func(r Row) any { return r.New })
 	}
-	tw.printf("\n%d regressed, %d improved, %d within tolerance, %d missing from NEW, %d only in NEW; %d not gated\n",
-		d.Count(Regression), d.Count(Improved), d.Count(OK), d.Count(Missing), d.Count(New), d.Ungated)
+	within := fmt.Sprintf("%d within tolerance", d.Count(OK))
+	if d.Alpha != 0 {
+		within += fmt.Sprintf(" (%d of them beyond it but not significant at alpha %g)", d.notSignificant(), d.Alpha)
+	}
+	tw.printf("\n%d regressed, %d improved, %s, %d missing from NEW, %d only in NEW; %d not gated\n",
+		d.Count(Regression), d.Count(Improved), within, d.Count(Missing), d.Count(New), d.Ungated)
 	if tw.err != nil {
 		return fmt.Errorf("write comparison: %w", tw.err)
 	}
@@ -85,16 +93,15 @@ func (t *textWriter) printf(format string, args ...any) {
 	}
 }
 
-// table aligns columns: names and words to the left, numbers (base, new,
-// change) to the right.
-func (t *textWriter) table(header []string, rows [][]string) {
+// table aligns columns: names and words to the left, the numeric ones to
+// the right.
+func (t *textWriter) table(header []string, rows [][]string, numeric []bool) {
 	widths := make([]int, len(header))
 	for _, r := range append([][]string{header}, rows...) {
 		for i, cell := range r {
 			widths[i] = max(widths[i], len([]rune(cell)))
 		}
 	}
-	numeric := []bool{false, true, true, true, false, false}
 	for _, r := range append([][]string{header}, rows...) {
 		var b strings.Builder
 		for i, cell := range r {
@@ -128,7 +135,11 @@ func (t *textWriter) list(rows []Row, v Verdict, side string, val func(Row) any)
 
 func runText(r Run) string {
 	var parts []string
-	for _, p := range []string{r.File, filepath.Base(r.Scenario), "run " + r.RunID, r.Store, r.Point} {
+	id := "run " + r.RunID
+	if r.Repetitions > 0 {
+		id = fmt.Sprintf("%d repetitions", r.Repetitions)
+	}
+	for _, p := range []string{r.File, filepath.Base(r.Scenario), id, r.Store, r.Point} {
 		if p != "" && p != "." && p != "run " {
 			parts = append(parts, p)
 		}
@@ -190,26 +201,28 @@ func change(r Row) string {
 	if r.Change == nil {
 		return "-"
 	}
-	c := *r.Change
-	sign := "+"
-	if c < 0 {
-		sign = "-"
-	}
-	var s string
-	switch unitOf(r.Metric) {
-	case unitMS:
-		s = sign + duration(math.Abs(c))
-	case unitFraction:
-		s = fmt.Sprintf("%+.2fpt", c*100)
-	case unitRate:
-		s = fmt.Sprintf("%+.1f/s", c)
-	default:
-		s = sign + number(math.Abs(c))
-	}
+	s := delta(r.Metric, *r.Change)
 	if r.ChangePct != nil {
 		s += fmt.Sprintf(" (%+.1f%%)", *r.ChangePct)
 	}
 	return s
+}
+
+// delta shows a signed change in the metric's unit.
+func delta(metric string, c float64) string {
+	sign := "+"
+	if c < 0 {
+		sign = "-"
+	}
+	switch unitOf(metric) {
+	case unitMS:
+		return sign + duration(math.Abs(c))
+	case unitFraction:
+		return fmt.Sprintf("%+.2fpt", c*100)
+	case unitRate:
+		return fmt.Sprintf("%+.1f/s", c)
+	}
+	return sign + number(math.Abs(c))
 }
 
 // duration shows milliseconds with three significant digits, the precision

@@ -23,7 +23,7 @@ import (
 )
 
 var rootSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "seed"}, {Name: "description"}},
+	Attributes: []hcl.AttributeSchema{{Name: "seed"}, {Name: "description"}, {Name: attrRepeat}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: blockVariable, LabelNames: []string{"name"}},
 		{Type: blockCluster, LabelNames: []string{"name"}},
@@ -45,6 +45,9 @@ type File struct {
 	Description string
 	src         []byte
 	content     *hcl.BodyContent
+	// Repeat is the file's repeat attribute: how many times run runs the
+	// scenario, each time on a fresh cluster; 0 when the file does not say.
+	Repeat int
 }
 
 // Parse reads the file's syntax, its top-level structure, its variables and
@@ -73,6 +76,11 @@ func Parse(parser *hclparse.Parser, filename string, src []byte) (*File, hcl.Dia
 		d := &decoder{ctx: evalContext(nil, nil)}
 		f.Description, _ = d.str(attr)
 		diags = append(diags, d.diags...)
+	}
+	if attr, ok := content.Attributes[attrRepeat]; ok {
+		var rdiags hcl.Diagnostics
+		f.Repeat, rdiags = decodeRepeat(attr)
+		diags = append(diags, rdiags...)
 	}
 	vars := duplicateCheck{}
 	for _, b := range content.Blocks.OfType(blockVariable) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/registry"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -20,6 +22,7 @@ const (
 	scopeCluster  = "cluster"
 	scopeWorkload = "workload"
 	scopeErrorsBy = "errors_by"
+	scopeServer   = "server"
 )
 
 var checkSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
@@ -110,6 +113,30 @@ func metricTree(p *plan.Plan) *metricNode {
 	return root
 }
 
+// serverNode declares <scope>.server.<metric>.<stat>: the store's own
+// metrics, for cluster, or for the plan's only cluster when cluster is "".
+func serverNode(n *metricNode, p *plan.Plan, cluster string) {
+	var store string
+	for _, c := range p.Clusters {
+		if c.Name == cluster || cluster == "" && len(p.Clusters) == 1 {
+			store = c.Store
+		}
+	}
+	drv, ok := registry.Lookup(store)
+	if !ok || len(drv.ServerMetrics) == 0 {
+		return
+	}
+	server := object()
+	for _, m := range drv.ServerMetrics {
+		one := object()
+		for _, st := range stores.ServerStats(m.Kind) {
+			one.children[st] = leaf(cty.Number)
+		}
+		server.children[m.Name] = one
+	}
+	n.children[scopeServer] = server
+}
+
 // onlyWorkloads drops every metric of n but its workloads' (and the
 // correctness verdicts, which combine).
 func onlyWorkloads(n *metricNode, hint string) {
@@ -174,9 +201,11 @@ func clusterTree(p *plan.Plan, cluster string) *metricNode {
 			}
 		}
 		phases.children[ph.Name] = scope(ws)
+		serverNode(phases.children[ph.Name], p, cluster)
 	}
 	root.children[scopePhase] = phases
 	run := scope(sortedKeys(all))
+	serverNode(run, p, cluster)
 	run.children[plan.MetricLinearizable] = leaf(cty.Bool)
 	run.children[plan.MetricLostWrites] = leaf(cty.Number)
 	for w := range all {

@@ -146,7 +146,7 @@ func newPage(r *results.Results, hlogDir string) (*page, error) {
 		Notes:   sortedFields(r.Notes),
 	}
 	pg.Correctness, pg.Evidence = correctness(r.Correctness)
-	pg.Coordination = coordination(r)
+	pg.Coordination = append(coordination(r), serverBlock(r)...)
 	o, end := newOverlay(r), runEnd(r)
 	for _, build := range []func() (figure, error){
 		func() (figure, error) { return latencyFigure(r, o, end) },
@@ -180,6 +180,13 @@ func newPage(r *results.Results, hlogDir string) (*page, error) {
 			return nil, fmt.Errorf("figure %s: %w", fig.ID, err)
 		}
 		pg.Figures = append(pg.Figures, fig)
+	}
+	srv, err := serverFigure(r)
+	if err != nil {
+		return nil, err
+	}
+	if srv != nil {
+		pg.Figures = append(pg.Figures, *srv)
 	}
 	res, err := resourceFigures(r, o, end)
 	if err != nil {

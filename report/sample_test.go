@@ -31,6 +31,10 @@ func sample() *results.Results {
 		Backend:       map[string]string{"store": "etcd 3.5.17", "provider": "process", "network": "loopback"},
 		Phases: []results.Phase{
 			{Name: "steady", DurationMS: 5000, Availability: f64(1), Total: results.OpStats{Count: 100, OK: 100, Throughput: 20},
+				Server: map[string]results.ServerStat{
+					"fsync":          {Kind: "histogram", Unit: "ms", Values: map[string]float64{"p50": 1.2, "p90": 2, "p99": 4.5, "mean": 1.4, "count": 120}},
+					"leader_changes": {Kind: "counter", Unit: "count", Values: map[string]float64{"delta": 0, "per_s": 0}},
+				},
 				Ops:       []results.OpStats{{Op: "put", Count: 50, OK: 50, Latency: &results.Latency{P50MS: 2, P90MS: 3, P99MS: 5, P999MS: 6, MaxMS: 6, MinMS: 1}}},
 				Workloads: []results.WorkloadStats{{Name: "kv", Ops: []results.OpStats{{Op: "put", Count: 50, OK: 50, Latency: &results.Latency{P50MS: 2, P90MS: 3, P99MS: 5, P999MS: 6, MaxMS: 6, MinMS: 1}}}}}},
 			{Name: "failover", StartMS: 5000, DurationMS: 5000, Availability: f64(0.98), Elections: 1, NoLeaderMS: 1200, MaxGapMS: f64(1520),

@@ -10,6 +10,7 @@ import (
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/runner/servermetrics"
 	"github.com/coordlab/scenario/runner/workload"
 )
 
@@ -24,6 +25,9 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 			return nil, err
 		}
 		defer c.poller.Close()
+		if c.scraper != nil {
+			defer c.scraper.Close()
+		}
 	}
 
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -37,6 +41,9 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		bg.Go(func() { c.coll.Run(bgCtx) })
 		bg.Go(func() { c.pollLeader(bgCtx) })
 		bg.Go(func() { c.watchNodes(bgCtx) })
+		if c.server != nil {
+			bg.Go(func() { c.server.Run(bgCtx, serverScrapeInterval) })
+		}
 	}
 	bg.Go(func() { x.progress(bgCtx) })
 	defer func() {
@@ -101,6 +108,7 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		if err := c.registryResults(res); err != nil {
 			faultErrs = append(faultErrs, c.infra("", "", err))
 		}
+		c.serverResults(res)
 		if err := c.faults.failovers(res); err != nil {
 			faultErrs = append(faultErrs, c.infra("", "", fmt.Errorf("faults: %w", err)))
 		}
@@ -138,6 +146,14 @@ func (c *clusterRun) startPlay() error {
 	}
 	c.poller = pl
 	c.coll = metrics.NewCollector(c.plan.Phases, c.plan.Workloads, c.x.base)
+	if c.drv.NewMetricScraper != nil {
+		sc, err := c.drv.NewMetricScraper(c.eps)
+		if err != nil {
+			return c.infra("", "startup", fmt.Errorf("server metrics: %w", err))
+		}
+		c.scraper = sc
+		c.server = servermetrics.New(sc, c.drv.ServerMetrics, len(c.eps), c.x.base, c.log)
+	}
 	c.engines = map[string]loadRunner{}
 	if k, ok := c.prov.(*kubeProvider); ok {
 		return c.startWorkers(k)
@@ -163,6 +179,30 @@ func (c *clusterRun) startPlay() error {
 		c.engines[w.Name] = eng
 	}
 	return nil
+}
+
+// serverScrapeInterval is how often the stores' own metrics are read: a
+// phase's figures are exact to it.
+const serverScrapeInterval = time.Second
+
+// serverResults puts what the store's own metrics say of each phase, and
+// of the whole timeline, in res.
+func (c *clusterRun) serverResults(res *results.Results) {
+	if c.server == nil {
+		return
+	}
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	var end time.Duration
+	for i := range res.Phases {
+		p := &res.Phases[i]
+		start := ms(p.StartMS)
+		end = max(end, start+ms(p.DurationMS))
+		p.Server = c.server.Window(start, start+ms(p.DurationMS))
+	}
+	res.Run.Server = c.server.Window(-time.Hour, end)
+	if n := c.server.Errors(); n > 0 {
+		res.Notes["server_metrics"] = fmt.Sprintf("%d scrapes of the store's own metrics failed (a node down or cut off); the next answer of each covers what it missed", n)
+	}
 }
 
 // engine is the workload engine named w, in whichever cluster runs it.

@@ -23,6 +23,7 @@ import (
 	"github.com/coordlab/scenario/runner/kube"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
+	"github.com/coordlab/scenario/runner/servermetrics"
 	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/registry"
@@ -188,6 +189,9 @@ type clusterRun struct {
 	// holders and holds are the watches workloads' connections and engines.
 	holders map[string]stores.WatchHolder
 	holds   map[string]*discovery.HoldEngine
+	// scraper and server read and keep the store's own metrics.
+	scraper stores.MetricScraper
+	server  *servermetrics.Recorder
 	// keyWatchers and pushes are the watchers of key-value workloads.
 	keyWatchers map[string]stores.KeyWatcher
 	pushes      map[string]*discovery.PushEngine

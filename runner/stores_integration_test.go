@@ -135,6 +135,13 @@ phase "after" {
 			if steady.Elections != 0 {
 				t.Errorf("steady: %d elections, want 0", steady.Elections)
 			}
+			// The store's own account of the writes: every store fsyncs
+			// what it commits.
+			if f, ok := steady.Server["fsync"]; !ok || f.Values["count"] == 0 || f.Values["mean"] <= 0 {
+				t.Errorf("steady: the store's fsyncs %+v; want some, of some duration (server metrics %v)", f, steady.Server)
+			} else {
+				t.Logf("steady: server: %s", results.ServerLine(steady.Server))
+			}
 
 			kill := phase(t, res, "kill")
 			f := failover(t, kill, 1)[0]
@@ -151,6 +158,10 @@ phase "after" {
 				t.Errorf("the killed leader was not restarted")
 			}
 			t.Logf("kill: new leader after %s ms, first write after %s ms, errors %v", fmtPtr(f.TimeToLeaderMS), fmtPtr(f.TimeToWriteMS), kill.Total.ErrorsBy)
+			if lc, ok := kill.Server["leader_changes"]; ok && lc.Values["delta"] < 1 {
+				t.Errorf("kill: the store counted %v leader changes; want the one the kill caused", lc.Values["delta"])
+			}
+			t.Logf("kill: server: %s", results.ServerLine(kill.Server))
 			if a := phase(t, res, "after").Availability; a == nil || *a < 0.99 {
 				t.Errorf("availability after the restart = %v, want >= 0.99", fmtPtr(a))
 			}

@@ -21,6 +21,22 @@ const (
 	MetricGauge = "gauge"
 )
 
+// ServerStats lists the stats a phase has of a metric of kind: the path
+// <scope>.server.<metric>.<stat>.
+func ServerStats(kind string) []string {
+	switch kind {
+	case MetricHistogram:
+		return []string{"p50", "p90", "p99", "mean", "count"}
+	case MetricSummary:
+		return []string{"mean", "count"}
+	case MetricCounter:
+		return []string{"delta", "per_s"}
+	case MetricGauge:
+		return []string{"max", "total"}
+	}
+	return nil
+}
+
 // Units of server metrics. Durations are reported in milliseconds, as
 // every latency of the tool is.
 const (
@@ -41,6 +57,10 @@ type ServerMetric struct {
 	// mntr key), for the README and the report.
 	Source string
 	Help   string
+	// EveryMember marks a counter every member keeps of the same events
+	// (etcd's leader changes seen): a phase takes the largest member's
+	// increase, not the sum, which would count each event once a member.
+	EveryMember bool
 }
 
 // Bucket is a histogram's cumulative bucket: Count observations at most

@@ -18,6 +18,7 @@ type compareFlags struct {
 	strict     bool
 	all        bool
 	allowDiff  bool
+	alpha      float64
 }
 
 func newCompareCommand() *cobra.Command {
@@ -50,6 +51,17 @@ tighten them with --tolerance where runs are quieter.
 Other metrics (counts, errors, min, mean...) are not gated unless a rule names
 them; nor are a single workload's, which equal its phase's.
 
+Repetitions: when BASE or NEW is the aggregate results.json of a repeated run
+(scenario run --repeat N), each metric is judged on the medians, and a change
+beyond its tolerance regresses only when it is also significant: a two-sided
+Mann-Whitney U test gives p <= --alpha (default 0.05). Each row shows the
+repetitions per side (n), the median change, its confidence interval and p.
+The test cannot reach p below 2/C(n1+n2, n1): 0.1 with 3 a side, 0.029 with 4,
+0.008 with 5. With too few repetitions for alpha (one run against several,
+3 against 3 at 0.05) metrics are judged by their tolerance on the medians
+alone, and the output says so. A boolean or a check must hold in every
+repetition. One run a side compares as above.
+
 PATTERN is a glob over metric paths: '*' matches any characters, dots included
 (phase.*.put.p99, *.p99). SPEC is ignore, or a sign and amounts: +10% (may rise
 10%), -10% (may drop 10%), -0.1pt (percentage points), +20%,100ms (20% or 100 ms,
@@ -63,6 +75,7 @@ Exit codes:
   2  a file is unreadable or not a results.json, the runs are of different
      scenario files (without --allow-different-scenarios), or a flag is wrong`,
 		Example: `  scenario compare baseline/results.json results/new/results.json
+  scenario compare baseline/ results/new/ --alpha 0.01     # aggregates of scenario run --repeat 5
   scenario compare base.json new.json --tolerance 'phase.failover.*.max=ignore' --tolerance '*.p99=+20%,2ms'
   scenario compare base.json new.json --only 'phase.steady.*' --json`,
 		Args: cobra.ExactArgs(2),
@@ -78,11 +91,15 @@ Exit codes:
 	fl.BoolVar(&f.strict, "strict", false, "also fail (exit 1) when a metric of BASE is missing from NEW")
 	fl.BoolVar(&f.all, "all", false, "list every compared metric, not only those beyond their tolerance")
 	fl.BoolVar(&f.allowDiff, "allow-different-scenarios", false, "compare runs of different scenario files (refused otherwise)")
+	fl.Float64Var(&f.alpha, "alpha", compare.DefaultAlpha, "with repetitions: a change beyond its tolerance regresses only when the Mann-Whitney test gives p <= alpha")
 	return cmd
 }
 
 func runCompare(cmd *cobra.Command, basePath, newPath string, f *compareFlags) error {
-	opts := compare.Options{Only: f.only, AllowDifferentScenarios: f.allowDiff}
+	if !(f.alpha > 0 && f.alpha < 1) {
+		return &exitError{code: exitInvalid, err: fmt.Errorf("--alpha %v: write a significance level between 0 and 1, such as 0.05", f.alpha)}
+	}
+	opts := compare.Options{Only: f.only, AllowDifferentScenarios: f.allowDiff, Alpha: f.alpha}
 	for _, s := range f.tolerances {
 		rule, err := compare.ParseRule(s)
 		if err != nil {
@@ -90,15 +107,15 @@ func runCompare(cmd *cobra.Command, basePath, newPath string, f *compareFlags) e
 		}
 		opts.Rules = append(opts.Rules, rule)
 	}
-	base, basePath, err := readResults(basePath)
+	base, basePath, err := readSide(basePath)
 	if err != nil {
 		return err
 	}
-	next, newPath, err := readResults(newPath)
+	next, newPath, err := readSide(newPath)
 	if err != nil {
 		return err
 	}
-	diff, err := compare.Compare(base, next, opts)
+	diff, err := compare.CompareSides(base, next, opts)
 	if err != nil {
 		return &exitError{code: exitInvalid, err: err}
 	}
@@ -127,16 +144,20 @@ func runCompare(cmd *cobra.Command, basePath, newPath string, f *compareFlags) e
 	return nil
 }
 
-// readResults reads a results.json, or the one in a results directory, and
-// returns the file it read. Any failure is bad input (exit 2): a gate that
-// cannot read its baseline must not pass.
-func readResults(path string) (*results.Results, string, error) {
+// readSide reads a results.json, or the one in a results directory: a
+// run's, or the aggregate of a repeated run's. It returns the file it
+// read. Any failure is bad input (exit 2): a gate that cannot read its
+// baseline must not pass.
+func readSide(path string) (*compare.Side, string, error) {
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		path = filepath.Join(path, results.FileName)
 	}
-	r, err := results.Read(path)
+	r, a, err := results.ReadAny(path)
 	if err != nil {
 		return nil, path, &exitError{code: exitInvalid, err: err}
 	}
-	return r, path, nil
+	if a != nil {
+		return compare.FromAggregate(a), path, nil
+	}
+	return compare.FromResults(r), path, nil
 }

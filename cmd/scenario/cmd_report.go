@@ -44,11 +44,16 @@ func writeReport(stdout io.Writer, path, out string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, results.FileName)
 	}
-	r, err := results.Read(path)
+	r, agg, err := results.ReadAny(path)
 	if err != nil {
 		return &exitError{code: exitInvalid, err: err}
 	}
 	dir := filepath.Dir(path)
+	if agg != nil {
+		// Each repetition drew its own report.html when it ran.
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is the aggregate of %d repetitions, which has no page of its own: each repetition has its report.html (scenario report %s), comparison.txt sets them side by side, and scenario noise %s reads their spread",
+			path, len(agg.Repetitions), filepath.Join(dir, agg.Repetitions[0].Dir), dir)}
+	}
 	if out == "" {
 		out = filepath.Join(dir, report.FileName)
 	}

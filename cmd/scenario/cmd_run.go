@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
+	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/images"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/internal/safefile"
@@ -39,6 +42,7 @@ type runFlags struct {
 	verbose                                              bool
 	overwrite                                            bool
 	network                                              string
+	repeat                                               int
 }
 
 // kubeClusterFlags declares the flags that choose a Kubernetes cluster and
@@ -65,13 +69,28 @@ and logs/<node>.log. A sweep runs every point in turn, each into its own
 numbered subdirectory, then prints the points side by side and writes
 comparison.txt and sweep.html.
 
+--repeat N (or repeat = N in the file; the flag wins) runs the scenario N
+times, each time on a fresh cluster: repetition k goes to rep-k/, and
+results.json beside them is the aggregate that 'scenario compare' tests
+changes against (every repetition's value of each metric, and their
+median). A sweep repeats per point, interleaving the points (A B C A B C
+...), into <point>/rep-k/ with an aggregate per point. The run fails (exit
+1) when any repetition fails a check.
+
 ` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			holdResources(cmd.Context())
-			return runScenario(cmd, args[0], &f)
+			_, err := runScenario(cmd, args[0], &f, cmd.OutOrStdout(), 1, 1)
+			return err
 		},
 	}
+	f.register(cmd)
+	return cmd
+}
+
+// register declares the flags of run, which noise shares.
+func (f *runFlags) register(cmd *cobra.Command) {
 	f.vars.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "", "directory for results (default results/<scenario>-<time>)")
@@ -87,16 +106,34 @@ comparison.txt and sweep.html.
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace the results of an earlier run in --out (refused otherwise)")
 	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (userspace, shapes and cuts) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
-	return cmd
+	fl.IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("run the scenario N times (1 to %d), each on a fresh cluster, into rep-1 ... rep-N beside an aggregate results.json (default the file's repeat, else 1 for run and 5 for noise)", dsl.MaxRepeat))
 }
 
-func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
+// pointRuns is what one sweep point (or the scenario, outside a sweep)
+// ran: one run, or its repetitions and their aggregate.
+type pointRuns struct {
+	// dir is the point's directory: --out, or its numbered subdirectory.
+	dir string
+	// runs are the repetitions in the order they ran; reps their
+	// directories relative to dir ("." for a single run).
+	runs []*results.Results
+	reps []string
+	// agg is the aggregate written in dir, for a repeated run.
+	agg *results.Aggregate
+}
+
+// runScenario runs every sweep point, each as many times as --repeat (or
+// the file's repeat, else defaultRepeat) says, and at least minRepeat,
+// printing to stdout. It returns what ran, and an error carrying the exit
+// code: a check that failed in any repetition gives exitCheckFailed, after
+// everything ran.
+func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer, defaultRepeat, minRepeat int) ([]*pointRuns, error) {
 	// Everything that can be checked before a cluster starts is checked
 	// first: a mistake found after the timeline has played costs minutes.
 	switch f.provider {
 	case "", plan.ProviderProcess, plan.ProviderDocker, plan.ProviderKubernetes:
 	default:
-		return &exitError{code: exitInvalid, err: fmt.Errorf("--provider %q: unknown provider; write one of %s", f.provider, strings.Join(plan.Providers, ", "))}
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--provider %q: unknown provider; write one of %s", f.provider, strings.Join(plan.Providers, ", "))}
 	}
 	var network string
 	switch f.network {
@@ -104,7 +141,7 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 	case runner.NetworkKernel:
 		network = runner.NetworkKernel
 	default:
-		return &exitError{code: exitInvalid, err: fmt.Errorf("--network %q: write shaper or kernel", f.network)}
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--network %q: write shaper or kernel", f.network)}
 	}
 	kubeNetwork := f.kubeNetwork
 	switch kubeNetwork {
@@ -112,13 +149,26 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 		kubeNetwork = ""
 	case runner.KubeNetworkFabric, runner.KubeNetworkPods:
 	default:
-		return &exitError{code: exitInvalid, err: fmt.Errorf("--kube-network %q: write auto, fabric or pods", f.kubeNetwork)}
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--kube-network %q: write auto, fabric or pods", f.kubeNetwork)}
+	}
+	if cmd.Flags().Changed("repeat") && (f.repeat < 1 || f.repeat > dsl.MaxRepeat) {
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--repeat %d: write a whole number from 1 to %d", f.repeat, dsl.MaxRepeat)}
 	}
 	build, err := loadScenario(cmd, path, &f.vars)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	reps := defaultRepeat
+	switch {
+	case cmd.Flags().Changed("repeat"):
+		reps = f.repeat
+	case build.File.Repeat > 0:
+		reps = build.File.Repeat
+	}
+	if reps < minRepeat {
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("%d repetition(s): %s needs at least %d (--repeat N)", reps, cmd.Name(), minRepeat)}
+	}
+	stderr := cmd.ErrOrStderr()
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug
@@ -136,79 +186,143 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags) error {
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		out = filepath.Join("results", name+"-"+time.Now().Format("20060102-150405"))
 	}
-	if err := prepareOutDir(out, len(build.Plans) > 1, f.overwrite); err != nil {
-		return &exitError{code: exitInvalid, err: fmt.Errorf("--out %s: %w", out, err)}
+	sweep := len(build.Plans) > 1
+	if err := prepareOutDir(out, sweep || reps > 1, f.overwrite); err != nil {
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--out %s: %w", out, err)}
 	}
 	for _, s := range build.Skipped {
 		fmt.Fprintf(stderr, "sweep point skipped: %s\n", s)
 	}
 
-	failed := 0
-	var runs []*results.Results
-	for i, pl := range build.Plans {
-		dir := out
-		if len(build.Plans) > 1 {
-			dir = filepath.Join(out, fmt.Sprintf("%02d", i+1))
-			fmt.Fprintf(stdout, "\n== sweep point %d/%d: %s\n", i+1, len(build.Plans), pointText(pl.Point))
+	points := make([]*pointRuns, len(build.Plans))
+	for i := range points {
+		points[i] = &pointRuns{dir: out}
+		if sweep {
+			points[i].dir = filepath.Join(out, fmt.Sprintf("%02d", i+1))
 		}
-		res, err := runner.Run(cmd.Context(), pl, runner.Options{
-			OutDir:       dir,
-			Keep:         f.keep,
-			StateDir:     f.stateDir,
-			CacheDir:     f.cacheDir,
-			AbortOnFail:  f.abortOnFail,
-			ScenarioFile: path,
-			Logger:       logger,
-			Progress:     stderr,
-			Live:         isTerminal(stderr),
-			Provider:     f.provider,
-			Kube: runner.KubeOptions{Kubeconfig: f.kubeconfig, Context: f.kubeContext, AllowNonTest: f.kubeAllowNonTest,
-				AgentImage: cmp.Or(f.agentImage, images.AgentImage(version)), RegionLabel: f.kubeRegionLabel, Network: kubeNetwork},
-			Network: network,
-			Report:  report.WriteInto,
-		})
-		if res != nil {
-			// Results exist even when a fault could not be applied: show
-			// what was measured before saying why the run does not count.
-			if err := results.WriteSummary(stdout, res, isTerminal(stdout)); err != nil {
-				return err
+	}
+	var failed []string
+	// Repetitions interleave the points (A B C A B C ...): a machine that
+	// drifts slower over the hour slows every point alike.
+repetitions:
+	for rep := 1; rep <= reps; rep++ {
+		for i, pl := range build.Plans {
+			pr := points[i]
+			dir, rel := pr.dir, "."
+			switch {
+			case reps > 1 && sweep:
+				rel = fmt.Sprintf("rep-%d", rep)
+				fmt.Fprintf(stdout, "\n== repetition %d/%d, sweep point %d/%d: %s\n", rep, reps, i+1, len(build.Plans), pointText(pl.Point))
+			case reps > 1:
+				rel = fmt.Sprintf("rep-%d", rep)
+				fmt.Fprintf(stdout, "\n== repetition %d/%d\n", rep, reps)
+			case sweep:
+				fmt.Fprintf(stdout, "\n== sweep point %d/%d: %s\n", i+1, len(build.Plans), pointText(pl.Point))
 			}
-			fmt.Fprintf(stdout, "results: %s\n", dir)
-			runs = append(runs, res)
-		}
-		if err != nil {
-			return runError(cmd.Context(), err)
-		}
-		if !res.Passed() {
-			failed++
-			if f.abortOnFail && res.Notes["aborted"] != "" {
-				break
+			dir = filepath.Join(dir, rel)
+			res, err := runner.Run(cmd.Context(), pl, runner.Options{
+				OutDir:       dir,
+				Keep:         f.keep,
+				StateDir:     f.stateDir,
+				CacheDir:     f.cacheDir,
+				AbortOnFail:  f.abortOnFail,
+				ScenarioFile: path,
+				Logger:       logger,
+				Progress:     stderr,
+				Live:         isTerminal(stderr),
+				Provider:     f.provider,
+				Kube: runner.KubeOptions{Kubeconfig: f.kubeconfig, Context: f.kubeContext, AllowNonTest: f.kubeAllowNonTest,
+					AgentImage: cmp.Or(f.agentImage, images.AgentImage(version)), RegionLabel: f.kubeRegionLabel, Network: kubeNetwork},
+				Network: network,
+				Report:  report.WriteInto,
+			})
+			if res != nil {
+				// Results exist even when a fault could not be applied: show
+				// what was measured before saying why the run does not count.
+				if err := results.WriteSummary(stdout, res, isTerminal(stdout)); err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(stdout, "results: %s\n", dir)
+				pr.runs = append(pr.runs, res)
+				pr.reps = append(pr.reps, rel)
+			}
+			if err != nil {
+				return nil, runError(cmd.Context(), err)
+			}
+			if !res.Passed() {
+				name, _ := filepath.Rel(out, dir)
+				var checks []string
+				for _, c := range res.Checks {
+					if c.Status() != results.StatusPass {
+						checks = append(checks, c.Name)
+					}
+				}
+				failed = append(failed, fmt.Sprintf("%s (%s)", name, strings.Join(checks, ", ")))
+				if f.abortOnFail && res.Notes["aborted"] != "" {
+					break repetitions
+				}
 			}
 		}
 	}
-	if len(build.Plans) > 1 {
-		if err := writeComparison(stdout, out, runs); err != nil {
-			return err
+	if reps > 1 {
+		for _, pr := range points {
+			if len(pr.runs) == 0 {
+				continue
+			}
+			pr.agg = results.NewAggregate(pr.runs, pr.reps)
+			if err := results.WriteAggregate(pr.dir, pr.agg); err != nil {
+				return nil, &exitError{code: exitInfra, err: err}
+			}
 		}
 	}
-	if failed > 0 {
-		return &exitError{code: exitCheckFailed, err: fmt.Errorf("%d of %d run(s) failed a check", failed, len(build.Plans))}
+	var all []*results.Results
+	for _, pr := range points {
+		for k, r := range pr.runs {
+			if reps > 1 {
+				// Label each repetition in the table: a copy of the run
+				// whose point names it.
+				c := *r
+				c.Point = append(slices.Clone(r.Point), results.SweepValue{Variable: "rep", Value: strconv.Itoa(k + 1)})
+				r = &c
+			}
+			all = append(all, r)
+		}
 	}
-	return nil
+	if sweep || reps > 1 {
+		if err := writeComparison(stdout, out, all, sweep); err != nil {
+			return nil, err
+		}
+	}
+	for _, pr := range points {
+		if pr.agg != nil {
+			fmt.Fprintf(stdout, "aggregate of %d repetitions: %s\n", len(pr.runs), filepath.Join(pr.dir, results.FileName))
+		}
+	}
+	if len(failed) > 0 {
+		msg := fmt.Sprintf("%d of %d run(s) failed a check", len(failed), len(build.Plans)*reps)
+		if reps > 1 {
+			msg += ": " + strings.Join(failed, "; ")
+		}
+		return points, &exitError{code: exitCheckFailed, err: errors.New(msg)}
+	}
+	return points, nil
 }
 
 // prepareOutDir makes sure the run can write its results in out before
 // anything starts: out is a directory (made now if missing) that this
 // user can write, and it holds no earlier run's results unless overwrite.
-func prepareOutDir(out string, sweep, overwrite bool) error {
+// A sweep or a repeated run (nested) writes in subdirectories, and a
+// repeated sweep in theirs: earlier results there count too.
+func prepareOutDir(out string, nested, overwrite bool) error {
 	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
 		return fmt.Errorf("is %s; name a directory for the results", safefile.Kind(fi.Mode()))
 	}
 	if !overwrite {
 		earlier := []string{filepath.Join(out, results.FileName)}
-		if sweep {
+		if nested {
 			more, _ := filepath.Glob(filepath.Join(out, "*", results.FileName))
-			earlier = append(earlier, more...)
+			deeper, _ := filepath.Glob(filepath.Join(out, "*", "*", results.FileName))
+			earlier = append(append(earlier, more...), deeper...)
 		}
 		for _, p := range earlier {
 			if _, err := os.Lstat(p); err == nil {
@@ -242,22 +356,34 @@ func runError(ctx context.Context, err error) error {
 	return &exitError{code: exitInfra, err: err}
 }
 
-// writeComparison shows the sweep's points side by side, on stdout and in
-// comparison.txt next to the points' directories.
-func writeComparison(stdout io.Writer, out string, runs []*results.Results) error {
+// writeComparison shows the sweep's points (or the repetitions, each
+// labelled rep=k) side by side, on stdout and in comparison.txt next to
+// their directories; a sweep also gets sweep.html.
+func writeComparison(stdout io.Writer, out string, runs []*results.Results, sweep bool) error {
 	var table bytes.Buffer
 	if err := results.WriteSideBySide(&table, runs); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\n== %d sweep points side by side\n%s", len(runs), table.String())
+	what := "sweep points"
+	switch {
+	case !sweep:
+		what = "repetitions"
+	case slices.ContainsFunc(runs, func(r *results.Results) bool { return slices.ContainsFunc(r.Point, isRep) }):
+		what = "runs (sweep points and repetitions)"
+	}
+	fmt.Fprintf(stdout, "\n== %d %s side by side\n%s", len(runs), what, table.String())
 	path := filepath.Join(out, "comparison.txt")
 	if err := os.WriteFile(path, table.Bytes(), 0o644); err != nil {
 		return &exitError{code: exitInfra, err: fmt.Errorf("write comparison: %w", err)}
 	}
 	fmt.Fprintf(stdout, "comparison: %s\n", path)
-	writeSweepReport(stdout, out, runs)
+	if sweep {
+		writeSweepReport(stdout, out, runs)
+	}
 	return nil
 }
+
+func isRep(v results.SweepValue) bool { return v.Variable == "rep" }
 
 func pointText(point []plan.SweepValue) string {
 	var parts []string

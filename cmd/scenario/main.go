@@ -144,6 +144,7 @@ availability, failover time and correctness.
 		newStoresCommand(),
 		newImagesCommand(),
 		newCompareCommand(),
+		newNoiseCommand(),
 		newReportCommand(),
 		newReapCommand(),
 		newVersionCommand(),

@@ -173,6 +173,63 @@ func TestRunIntegration(t *testing.T) {
 		assertNothingLeft(t, state)
 	})
 
+	t.Run("--repeat runs each repetition on a fresh cluster beside an aggregate", func(t *testing.T) {
+		// The file asks for 3; the flag wins. One check fails in every
+		// repetition: the exit is 1, naming each.
+		out := filepath.Join(t.TempDir(), "out")
+		path := writeScenario(t, "repeat.hcl", "repeat = 3\n"+smokeScenario(passingCheck+failingCheck))
+		code, stdout, stderr := run(t, "run", path, "--repeat", "2", "--out", out, "--state-dir", state)
+		if code != exitCheckFailed {
+			t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		for _, want := range []string{"== repetition 1/2", "== repetition 2/2", "== 2 repetitions side by side", "aggregate of 2 repetitions: " + filepath.Join(out, "results.json")} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, stdout)
+			}
+		}
+		if want := "2 of 2 run(s) failed a check: rep-1 (impossible latency); rep-2 (impossible latency)"; !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+		for _, f := range []string{"results.json", "comparison.txt", "rep-1/results.json", "rep-1/report.html", "rep-2/results.json", "rep-2/junit.xml"} {
+			if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+				t.Errorf("output %s missing or empty: %v", f, err)
+			}
+		}
+		var agg struct {
+			Kind        string `json:"kind"`
+			Repetitions []struct {
+				RunID string `json:"run_id"`
+			} `json:"repetitions"`
+			Metrics map[string]struct {
+				Values []any    `json:"values"`
+				Median *float64 `json:"median"`
+			} `json:"metrics"`
+		}
+		b, err := os.ReadFile(filepath.Join(out, "results.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &agg)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p99 := agg.Metrics["phase.steady.put.p99"]
+		if agg.Kind != "repetitions" || len(agg.Repetitions) != 2 || agg.Repetitions[0].RunID == agg.Repetitions[1].RunID ||
+			len(p99.Values) != 2 || p99.Median == nil {
+			t.Errorf("aggregate: kind %q, %d repetitions, p99 %+v", agg.Kind, len(agg.Repetitions), p99)
+		}
+		// Two against two cannot be significant: compare says so and judges
+		// by tolerance; noise shows the spread and no MDE.
+		code, stdout, stderr = run(t, "compare", out, out)
+		if code != exitOK || !strings.Contains(stdout, "too few repetitions") {
+			t.Errorf("compare of the aggregate with itself: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		code, stdout, stderr = run(t, "noise", out)
+		if code != exitOK || !strings.Contains(stdout, "phase.steady.put.p99") || !strings.Contains(stdout, "repeat at least 4 times") {
+			t.Errorf("noise of the aggregate: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		assertNothingLeft(t, state)
+	})
+
 	t.Run("cancelled mid-run exits 130 and cleans up", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

@@ -90,6 +90,14 @@ func (s *summaryWriter) sideBySide(phase string, runs []*Results) {
 	for _, op := range ops {
 		s.printf(" %9s %9s", op+" p50", op+" p99")
 	}
+	fsync := false
+	for _, l := range lines {
+		_, ok := l.p.Server["fsync"]
+		fsync = fsync || ok
+	}
+	if fsync {
+		s.printf(" %14s", "server fsync")
+	}
 	s.printf(" %8s %8s %10s %9s %6s\n", "errors", "avail", "failover", "elections", "checks")
 	for _, l := range lines {
 		s.printf("%-*s  %-*s %9.1f", wPoint, l.point, wStore, l.store, l.p.Total.Throughput)
@@ -100,9 +108,28 @@ func (s *summaryWriter) sideBySide(phase string, runs []*Results) {
 			}
 			s.printf(" %9s %9s", fmtMS(p50), fmtMS(p99))
 		}
+		if fsync {
+			s.printf(" %14s", serverDuration(l.p.Server["fsync"]))
+		}
 		s.printf(" %8d %8s %10s %9d %6s\n", l.p.Total.Errors, fmtRatio(l.p.Availability), worstFailover(l.p), l.p.Elections, checksPassed(l.r))
 	}
-	s.printf("latencies in ms; failover = the longest time from a fault to the first write sent after it that succeeded\n\n")
+	s.printf("latencies in ms; failover = the longest time from a fault to the first write sent after it that succeeded")
+	if fsync {
+		s.printf("; server fsync = the store's own, summed over its members (etcd reports quantiles, ZooKeeper and Consul a mean)")
+	}
+	s.printf("\n\n")
+}
+
+// serverDuration is a server metric's headline duration: a histogram's
+// p99, else a summary's mean, named.
+func serverDuration(st ServerStat) string {
+	if v, ok := st.Values["p99"]; ok {
+		return fmtMS(v) + " p99"
+	}
+	if v, ok := st.Values["mean"]; ok {
+		return fmtMS(v) + " mean"
+	}
+	return "-"
 }
 
 func findPhase(r *Results, name string) *Phase {

@@ -185,12 +185,59 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		parts = append(parts, "errors "+classes)
 	}
 	s.printf("  %s\n", strings.Join(parts, ", "))
+	if line := ServerLine(p.Server); line != "" {
+		s.printf("  server: %s\n", line)
+	}
 	for _, f := range p.Failovers {
 		// A partition between groups of regions targets no node.
 		what := strings.TrimSpace(f.Kind + " " + strings.Join(f.Targets, ","))
 		s.printf("  fault %s (%s) %s\n", f.FaultID, what, failoverOutcome(f))
 	}
 	s.printf("\n")
+}
+
+// serverOrder is the order the summary names the store's own metrics in:
+// the disk, then the consensus, then what the members hold.
+var serverOrder = []string{"fsync", "commit", "peer_rtt", "leader_changes", "elections", "proposals_failed", "slow_applies", "heartbeat_failures", "proposals_committed", "watchers", "pending", "proposals_pending", "db_size"}
+
+// ServerLine renders a phase's server metrics in one line: a histogram's
+// p99 (and count), a summary's mean, a counter's increase, a gauge's
+// largest value.
+func ServerLine(server map[string]ServerStat) string {
+	var parts []string
+	for _, name := range serverOrder {
+		st, ok := server[name]
+		if !ok {
+			continue
+		}
+		v := st.Values
+		switch st.Kind {
+		case "histogram":
+			if _, ok := v["p99"]; ok {
+				parts = append(parts, fmt.Sprintf("%s p99 %s (%.0f)", name, fmtDuration(v["p99"]), v["count"]))
+			}
+		case "summary":
+			if _, ok := v["mean"]; ok {
+				parts = append(parts, fmt.Sprintf("%s mean %s (%.0f)", name, fmtDuration(v["mean"]), v["count"]))
+			}
+		case "counter":
+			// Failures and leader changes say something when they are 0;
+			// the rest only when they moved.
+			if v["delta"] > 0 || name == "leader_changes" || name == "proposals_failed" {
+				parts = append(parts, fmt.Sprintf("%s %.0f", name, v["delta"]))
+			}
+		case "gauge":
+			if v["max"] == 0 {
+				continue
+			}
+			val := fmt.Sprintf("%.0f", v["max"])
+			if st.Unit == "bytes" {
+				val = plan.FormatBytes(int64(v["max"]))
+			}
+			parts = append(parts, fmt.Sprintf("%s max %s", name, val))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (s *summaryWriter) correctness(r *Results) {

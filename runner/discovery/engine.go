@@ -217,19 +217,13 @@ func (e *Engine) start(ctx context.Context) error {
 	e.mu.Lock()
 	e.bgCancel = cancel
 	e.mu.Unlock()
-	for _, w := range e.watchers {
+	listed := make([]chan struct{}, len(e.watchers))
+	for i, w := range e.watchers {
+		listed[i] = w.listed
 		e.bg.Go(func() { e.watch(bgCtx, w) })
 	}
-	deadline := time.NewTimer(listTimeout)
-	defer deadline.Stop()
-	for _, w := range e.watchers {
-		select {
-		case <-w.listed:
-		case <-deadline.C:
-			return fmt.Errorf("watcher %d did not list %s within %v", w.idx, e.spec.KeyPrefix, listTimeout)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := awaitListed(ctx, e.spec.KeyPrefix, listed); err != nil {
+		return err
 	}
 
 	if e.cfg.Baseline != nil {

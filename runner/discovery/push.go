@@ -197,19 +197,13 @@ func (e *PushEngine) start(ctx context.Context) error {
 	e.mu.Lock()
 	e.bgCancel = cancel
 	e.mu.Unlock()
-	for _, w := range e.watchers {
+	listed := make([]chan struct{}, len(e.watchers))
+	for i, w := range e.watchers {
+		listed[i] = w.listed
 		e.bg.Go(func() { e.watch(bgCtx, w) })
 	}
-	deadline := time.NewTimer(listTimeout)
-	defer deadline.Stop()
-	for _, w := range e.watchers {
-		select {
-		case <-w.listed:
-		case <-deadline.C:
-			return fmt.Errorf("watcher %d did not list %s within %v", w.idx, e.spec.KeyPrefix, listTimeout)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := awaitListed(ctx, e.spec.KeyPrefix, listed); err != nil {
+		return err
 	}
 	e.mu.Lock()
 	e.listed, e.ready = e.now(), true
@@ -218,19 +212,13 @@ func (e *PushEngine) start(ctx context.Context) error {
 	return nil
 }
 
-// watch runs one consumer until ctx ends, restarting its watch if the
-// store's recipe gives up.
+// watch runs one consumer until ctx ends.
 func (e *PushEngine) watch(ctx context.Context, w *pushWatcher) {
-	for ctx.Err() == nil {
-		err := e.cfg.Watcher.Watch(ctx, w.idx, e.spec.KeyPrefix, func(ev stores.WatchEvent) { e.told(w, ev, e.now()) })
-		if err != nil && ctx.Err() == nil {
-			e.cfg.Log.Debug("key watch failed; starting it again", "watcher", w.idx, "err", err)
-			e.mu.Lock()
-			w.errs++
-			e.mu.Unlock()
-			_ = sleepUntil(ctx, time.Now().Add(watchRetry))
-		}
-	}
+	keepWatching(ctx, e.cfg.Log, e.cfg.Watcher.Watch, w.idx, e.spec.KeyPrefix, func(ev stores.WatchEvent) { e.told(w, ev, e.now()) }, func() {
+		e.mu.Lock()
+		w.errs++
+		e.mu.Unlock()
+	})
 }
 
 // told takes what watcher w learned at at.

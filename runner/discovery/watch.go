@@ -2,6 +2,8 @@ package discovery
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -14,26 +16,54 @@ import (
 // started again.
 const watchRetry = 200 * time.Millisecond
 
-// watch runs one consumer until ctx ends, restarting its watch if the
-// store's recipe gives up.
-func (e *Engine) watch(ctx context.Context, w *watcher) {
-	first := true
+// watchFunc is a store's watch recipe: a registry's or a key watcher's
+// Watch.
+type watchFunc func(ctx context.Context, watcher int, prefix string, fn func(stores.WatchEvent)) error
+
+// keepWatching runs watcher idx's watch of prefix until ctx ends, starting
+// it again after failed is told that the store's recipe gave up.
+func keepWatching(ctx context.Context, log *slog.Logger, watch watchFunc, idx int, prefix string, fn func(stores.WatchEvent), failed func()) {
 	for ctx.Err() == nil {
-		err := e.reg.Watch(ctx, w.idx, e.spec.KeyPrefix, func(ev stores.WatchEvent) {
-			e.told(w, ev, e.now())
-			if first && ev.Kind == stores.WatchList {
-				first = false
-				close(w.listed)
-			}
-		})
+		err := watch(ctx, idx, prefix, fn)
 		if err != nil && ctx.Err() == nil {
-			e.cfg.Log.Debug("watch failed; starting it again", "watcher", w.idx, "err", err)
-			e.mu.Lock()
-			w.errs++
-			e.mu.Unlock()
+			log.Debug("watch failed; starting it again", "watcher", idx, "prefix", prefix, "err", err)
+			failed()
 			_ = sleepUntil(ctx, time.Now().Add(watchRetry))
 		}
 	}
+}
+
+// awaitListed waits until every watcher's first listing closed listed[i]
+// (watcher i+1's), up to listTimeout.
+func awaitListed(ctx context.Context, prefix string, listed []chan struct{}) error {
+	deadline := time.NewTimer(listTimeout)
+	defer deadline.Stop()
+	for i, ch := range listed {
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return fmt.Errorf("watcher %d did not list %s within %v", i+1, prefix, listTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// watch runs one consumer until ctx ends.
+func (e *Engine) watch(ctx context.Context, w *watcher) {
+	first := true
+	keepWatching(ctx, e.cfg.Log, e.reg.Watch, w.idx, e.spec.KeyPrefix, func(ev stores.WatchEvent) {
+		e.told(w, ev, e.now())
+		if first && ev.Kind == stores.WatchList {
+			first = false
+			close(w.listed)
+		}
+	}, func() {
+		e.mu.Lock()
+		w.errs++
+		e.mu.Unlock()
+	})
 }
 
 // told takes what watcher w learned at at: its log for the checker, its

@@ -24,18 +24,6 @@ import (
 	"github.com/coordlab/scenario/stores"
 )
 
-// Stats of each kind of metric, in the order results list them: the path
-// <scope>.server.<metric>.<stat>.
-var kindStats = map[string][]string{
-	stores.MetricHistogram: {"p50", "p90", "p99", "mean", "count"},
-	stores.MetricSummary:   {"mean", "count"},
-	stores.MetricCounter:   {"delta", "per_s"},
-	stores.MetricGauge:     {"max", "total"},
-}
-
-// Stats lists the stats a metric of kind has.
-func Stats(kind string) []string { return kindStats[kind] }
-
 // Recorder scrapes every node and keeps the snapshots. Safe for concurrent
 // use.
 type Recorder struct {
@@ -128,6 +116,7 @@ type accumulator struct {
 	seen       bool
 	sum, count float64
 	delta      float64
+	nodeDelta  float64             // the largest increase of one node (EveryMember)
 	buckets    map[float64]float64 // upper bound -> observations in the window
 	max, total float64
 }
@@ -137,6 +126,13 @@ type accumulator struct {
 func (a *accumulator) node(m stores.ServerMetric, ss []snap, start, end time.Duration) {
 	var prev *stores.MetricValue
 	var last *stores.MetricValue
+	if m.EveryMember {
+		before := a.delta
+		defer func() {
+			a.nodeDelta = max(a.nodeDelta, a.delta-before)
+			a.delta = before
+		}()
+	}
 	for i := range ss {
 		v, ok := ss[i].values[m.Name]
 		if !ok {
@@ -215,6 +211,9 @@ func (a *accumulator) stat(m stores.ServerMetric, window time.Duration) (results
 	st := results.ServerStat{Kind: m.Kind, Unit: unit, Values: map[string]float64{}}
 	switch m.Kind {
 	case stores.MetricCounter:
+		if m.EveryMember {
+			a.delta = a.nodeDelta
+		}
 		st.Values["delta"] = a.delta
 		if window > 0 {
 			st.Values["per_s"] = a.delta / window.Seconds()

@@ -154,6 +154,7 @@ func TestIntegration(t *testing.T) {
 	t.Run("concurrent", func(t *testing.T) { concurrentPuts(t, ctx, c.eps) })
 
 	t.Run("keywatch", func(t *testing.T) { storetest.KeyWatcherContract(t, ctx, Driver(), c.eps) })
+	t.Run("metrics", func(t *testing.T) { serverMetricsContract(t, ctx, c.eps) })
 
 	poller, err := NewStatusPoller(c.eps)
 	if err != nil {

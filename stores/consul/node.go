@@ -29,6 +29,10 @@ const (
 // directory.
 const ConfigFile = "scenario.json"
 
+// prometheusRetention is the agents' telemetry.prometheus_retention_time
+// (see agentConfig).
+const prometheusRetention = "744h"
+
 // Raft timing as Consul derives it (v1.20.2, read from
 // agent/config/builder.go, default.go and agent/agent.go):
 //
@@ -160,6 +164,19 @@ type agentConfig struct {
 	} `json:"performance"`
 	RaftSnapshotThreshold int64  `json:"raft_snapshot_threshold,omitempty"`
 	RaftSnapshotInterval  string `json:"raft_snapshot_interval,omitempty"`
+	Telemetry             struct {
+		// A positive retention turns on /v1/agent/metrics?format=prometheus,
+		// which the runner scrapes (see MetricScraper). go-metrics drops a
+		// series created at run time (a timer such as
+		// raft.leader.dispatchLog, unlike the ones Consul declares up
+		// front) once it has not changed for this long, and starts it from
+		// zero when it comes back, which would break the cumulative
+		// counts the runner takes differences of: so a month, longer than
+		// any run.
+		PrometheusRetentionTime string `json:"prometheus_retention_time"`
+		// Otherwise gauges are named after the machine's host name.
+		DisableHostname bool `json:"disable_hostname"`
+	} `json:"telemetry"`
 }
 
 type enabledOnly struct {
@@ -270,6 +287,8 @@ func renderConfig(k *plan.ConsulKnobs, t Timing, a nodeAddrs) agentConfig {
 			SerfWAN: -1, DNS: -1, HTTPS: -1, GRPC: -1, GRPCTLS: -1,
 		},
 	}
+	cfg.Telemetry.PrometheusRetentionTime = prometheusRetention
+	cfg.Telemetry.DisableHostname = true
 	if t.Explicit {
 		cfg.Performance.RaftMultiplier = t.RaftMultiplier
 	}

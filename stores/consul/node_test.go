@@ -122,6 +122,7 @@ func TestArgsConfigFile(t *testing.T) {
 		},
 		"limits":      map[string]any{"http_max_conns_per_client": 0.0},
 		"performance": map[string]any{},
+		"telemetry":   map[string]any{"prometheus_retention_time": "744h", "disable_hostname": true},
 	}
 	tests := []struct {
 		name  string

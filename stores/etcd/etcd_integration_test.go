@@ -138,6 +138,7 @@ func TestIntegration(t *testing.T) {
 		t.Run("ops/"+consistency, func(t *testing.T) { exerciseOps(t, ctx, c.eps, consistency) })
 	}
 	t.Run("keywatch", func(t *testing.T) { storetest.KeyWatcherContract(t, ctx, Driver(), c.eps) })
+	t.Run("metrics", func(t *testing.T) { serverMetricsContract(t, ctx, c.eps) })
 
 	poller, err := NewStatusPoller(c.eps)
 	if err != nil {

@@ -93,10 +93,18 @@ func Driver() stores.Driver {
 				})
 			},
 		},
-		WaitReady:       WaitReady,
-		NewClient:       NewClient,
-		ClientSettings:  ClientSettings,
-		NewPoller:       func(eps []stores.Endpoint) (stores.Poller, error) { return NewStatusPoller(eps) },
+		WaitReady:      WaitReady,
+		NewClient:      NewClient,
+		ClientSettings: ClientSettings,
+		NewPoller:      func(eps []stores.Endpoint) (stores.Poller, error) { return NewStatusPoller(eps) },
+		ServerMetrics:  ServerMetrics(),
+		NewMetricScraper: func(eps []stores.Endpoint) (stores.MetricScraper, error) {
+			s, err := NewMetricScraper(eps)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
 		Classify:        Classify,
 		NewRegistry:     NewRegistry,
 		RegistryRecipes: []string{"session"},

@@ -64,3 +64,36 @@ func FuzzZnodeName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMntr checks that any mntr answer parses without panicking, and
+// that what it accepts is a well-formed value: a summary's count is never
+// negative, and only metrics of the list are returned.
+func FuzzParseMntr(f *testing.F) {
+	for _, seed := range []string{
+		"zk_version\t3.8.0\nzk_sum_fsynctime\t12\nzk_cnt_fsynctime\t4\nzk_watch_count\t7\n",
+		"zk_cnt_fsynctime\t-1\n",
+		"zk_sum_fsynctime\tNaN\nzk_cnt_fsynctime\t1e309\n",
+		"zk_watch_count\n\t\t\n",
+		"This ZooKeeper instance is not currently serving requests\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	names := map[string]bool{}
+	for _, m := range serverMetrics {
+		names[m.Name] = true
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs, err := parseMntr(b, serverMetrics)
+		if err != nil {
+			return
+		}
+		for name, v := range vs {
+			if !names[name] {
+				t.Errorf("parseMntr(%q) returned %q, which is not a server metric", b, name)
+			}
+			if v.Count < 0 {
+				t.Errorf("parseMntr(%q): %s has a negative count %v", b, name, v.Count)
+			}
+		}
+	})
+}

@@ -144,6 +144,7 @@ func TestIntegration(t *testing.T) {
 	}
 	t.Run("throughput", func(t *testing.T) { throughput(t, ctx, e.eps) })
 	t.Run("keywatch", func(t *testing.T) { storetest.KeyWatcherContract(t, ctx, Driver(), e.eps) })
+	t.Run("metrics", func(t *testing.T) { serverMetricsContract(t, ctx, e.eps) })
 
 	poller, err := NewStatusPoller(e.eps)
 	if err != nil {

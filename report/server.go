@@ -1,0 +1,111 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/coordlab/scenario/internal/results"
+)
+
+// serverPhases are the phases whose server metrics the report shows: the
+// run's, or with several clusters each cluster's, named cluster:phase.
+func serverPhases(r *results.Results) (names []string, phases []results.Phase) {
+	if len(r.Clusters) == 0 {
+		for _, p := range r.Phases {
+			names, phases = append(names, p.Name), append(phases, p)
+		}
+		return names, phases
+	}
+	for _, c := range r.Clusters {
+		for _, p := range c.Phases {
+			names, phases = append(names, c.Name+":"+p.Name), append(phases, p)
+		}
+	}
+	return names, phases
+}
+
+// serverBlock lists what the store's own metrics say of each phase.
+func serverBlock(r *results.Results) []coordBlock {
+	names, phases := serverPhases(r)
+	var fs []field
+	for i, p := range phases {
+		if line := results.ServerLine(p.Server); line != "" {
+			fs = append(fs, field{names[i], line})
+		}
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	return []coordBlock{{Title: "The store's own metrics", Fields: fs}}
+}
+
+// serverFigure charts, per phase, the store's own durations: a
+// histogram's p99, a summary's mean (ZooKeeper and Consul report no
+// quantiles a phase could be cut from).
+func serverFigure(r *results.Results) (*figure, error) {
+	names, phases := serverPhases(r)
+	type series struct {
+		label  string
+		values plotter.Values
+	}
+	var all []series
+	for _, m := range serverOrder() {
+		s := series{}
+		seen := false
+		for _, p := range phases {
+			st, ok := p.Server[m]
+			v, stat := 0.0, ""
+			switch {
+			case !ok || st.Unit != "ms":
+			case st.Kind == "histogram":
+				v, stat = st.Values["p99"], "p99"
+			case st.Kind == "summary":
+				v, stat = st.Values["mean"], "mean"
+			}
+			if stat != "" {
+				seen = true
+				s.label = m + " " + stat
+			}
+			s.values = append(s.values, v)
+		}
+		if seen {
+			all = append(all, s)
+		}
+	}
+	fig := &figure{ID: "server", Title: "The store's own durations, per phase",
+		Caption: "What the store itself measured in each phase, summed over its members: a histogram's p99 (etcd), a summary's mean (ZooKeeper, Consul). Where a client p99 moved, this says whether the disk or the consensus moved with it."}
+	p := newPlot("", "", "ms")
+	p.Add(grid(false))
+	if len(all) == 0 {
+		p.Add(note("not scraped"))
+		svg, err := svgHTML(p, chartWidth, chartHeight*0.6, fig.Title)
+		fig.Panels = []panel{{SVG: svg}}
+		return fig, err
+	}
+	width := vg.Points(min(24, 200/float64(len(all)*len(phases))+6))
+	top := 0.0
+	var keys []key
+	for i, s := range all {
+		bars, err := plotter.NewBarChart(s.values, width)
+		if err != nil {
+			return nil, fmt.Errorf("server figure: %w", err)
+		}
+		bars.Color = palette(i)
+		bars.LineStyle.Width = 0
+		bars.Offset = width * vg.Length(float64(i)-float64(len(all)-1)/2)
+		p.Add(bars)
+		top = max(top, slices.Max(s.values))
+		keys = append(keys, newKey(s.label, palette(i), false))
+	}
+	p.NominalX(names...)
+	linearY(p, top, false)
+	svg, err := svgHTML(p, chartWidth, chartHeight, fig.Title)
+	fig.Panels, fig.Keys = []panel{{SVG: svg}}, keys
+	return fig, err
+}
+
+// serverOrder names the metrics the chart may show, in the summary's order.
+func serverOrder() []string { return []string{"fsync", "commit", "peer_rtt", "kv_apply"} }

@@ -1,0 +1,138 @@
+package servermetrics
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/stores"
+)
+
+var testMetrics = []stores.ServerMetric{
+	{Name: "fsync", Kind: stores.MetricHistogram, Unit: stores.UnitSeconds},
+	{Name: "commit", Kind: stores.MetricSummary, Unit: stores.UnitMillis},
+	{Name: "failed", Kind: stores.MetricCounter, Unit: stores.UnitCount},
+	{Name: "watchers", Kind: stores.MetricGauge, Unit: stores.UnitCount},
+}
+
+// hist is a histogram of n observations at 1 ms, m at 5 ms and k at 50 ms,
+// in seconds, with buckets at 2 ms, 10 ms, 100 ms and +Inf.
+func hist(n, m, k float64) stores.MetricValue {
+	return stores.MetricValue{Sum: n*0.001 + m*0.005 + k*0.05, Count: n + m + k, Buckets: []stores.Bucket{
+		{UpperBound: 0.002, Count: n}, {UpperBound: 0.01, Count: n + m}, {UpperBound: 0.1, Count: n + m + k}, {UpperBound: math.Inf(1), Count: n + m + k},
+	}}
+}
+
+func snapOf(at time.Duration, h stores.MetricValue, commitSum, commitCount, failed, watchers float64) snap {
+	return snap{at: at, values: map[string]stores.MetricValue{
+		"fsync": h, "commit": {Sum: commitSum, Count: commitCount},
+		"failed": {Value: failed}, "watchers": {Value: watchers},
+	}}
+}
+
+func TestWindow(t *testing.T) {
+	s := time.Second
+	r := New(nil, testMetrics, 2, time.Time{}, nil)
+	r.snaps[0] = []snap{
+		snapOf(0, hist(0, 0, 0), 0, 0, 0, 10),
+		snapOf(1*s, hist(100, 0, 0), 100, 100, 1, 20),
+		snapOf(2*s, hist(190, 0, 10), 300, 200, 3, 30), // phase 2 starts after 1 s
+		// the node restarted: its counts start again
+		snapOf(3*s, hist(5, 5, 0), 20, 10, 1, 5),
+	}
+	r.snaps[1] = []snap{
+		snapOf(0, hist(0, 0, 0), 0, 0, 0, 1),
+		snapOf(2*s, hist(0, 100, 0), 50, 10, 0, 2),
+	}
+	first := r.Window(0, s)
+	if got := first["fsync"].Values; got["count"] != 100 || got["p99"] > 2 || got["mean"] != 1 {
+		t.Errorf("first second's fsync %v; want 100 observations at 1 ms", got)
+	}
+	if got := first["failed"].Values["delta"]; got != 1 {
+		t.Errorf("first second's failures %v, want 1", got)
+	}
+	second := r.Window(s, 3*s)
+	f := second["fsync"]
+	if f.Unit != stores.UnitMillis || f.Values["count"] != 90+10+10+100 {
+		t.Fatalf("fsync over seconds 1-3 %+v; want 210 observations in ms", f)
+	}
+	// 95 at 1 ms, 105 at 5 ms, 10 at 50 ms: the median is in the 2-10 ms
+	// bucket, the p99 in the 10-100 ms one.
+	if p50, p99 := f.Values["p50"], f.Values["p99"]; p50 < 2 || p50 > 10 || p99 < 10 || p99 > 100 {
+		t.Errorf("p50 %.2f ms, p99 %.2f ms", p50, p99)
+	}
+	if c := second["commit"].Values; c["count"] != 100+10+10 || math.Abs(c["mean"]-(200+20+50)/120.0) > 1e-9 {
+		t.Errorf("commit %v", c)
+	}
+	if d := second["failed"].Values; d["delta"] != 2+1 || d["per_s"] != 1.5 {
+		t.Errorf("failed %v; want 3 over 2 s, the restart's count included", d)
+	}
+	if g := second["watchers"].Values; g["max"] != 30 || g["total"] != 5+2 {
+		t.Errorf("watchers %v; want max 30 and the nodes' last values summed, 7", g)
+	}
+	if _, ok := r.Window(10*s, 20*s)["fsync"]; ok {
+		t.Error("a window with no scrape has figures")
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	b := map[float64]float64{1: 50, 2: 100, math.Inf(1): 100}
+	for _, tc := range []struct{ q, want float64 }{{0.25, 0.5}, {0.5, 1}, {0.75, 1.5}, {1, 2}} {
+		if got, ok := quantile(tc.q, b); !ok || math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("quantile(%v) = %v, %v; want %v", tc.q, got, ok, tc.want)
+		}
+	}
+	if got, _ := quantile(0.99, map[float64]float64{1: 0, math.Inf(1): 10}); got != 1 {
+		t.Errorf("a quantile in the +Inf bucket = %v, want the highest finite bound", got)
+	}
+}
+
+// fakeScraper answers node 1 with a count that grows, and fails node 2.
+type fakeScraper struct {
+	mu sync.Mutex
+	n  float64
+}
+
+func (f *fakeScraper) Scrape(_ context.Context, node int) (stores.MetricSnapshot, error) {
+	if node == 2 {
+		return stores.MetricSnapshot{}, errors.New("down")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return stores.MetricSnapshot{At: time.Now(), Values: map[string]stores.MetricValue{"failed": {Value: f.n}}}, nil
+}
+func (f *fakeScraper) Close() error { return nil }
+
+func TestRun(t *testing.T) {
+	base := time.Now()
+	r := New(&fakeScraper{}, testMetrics, 2, base, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
+	defer cancel()
+	r.Run(ctx, 20*time.Millisecond)
+	if r.Errors() == 0 {
+		t.Error("node 2's failures were not counted")
+	}
+	got := r.Window(0, time.Since(base))["failed"].Values["delta"]
+	if got < 4 {
+		t.Errorf("delta %v over about 6 scrapes; want the growth between them", got)
+	}
+}
+
+func TestWindowEveryMember(t *testing.T) {
+	s := time.Second
+	seenBy := []stores.ServerMetric{{Name: "leader_changes", Kind: stores.MetricCounter, Unit: stores.UnitCount, EveryMember: true}}
+	r := New(nil, seenBy, 3, time.Time{}, nil)
+	for n, counts := range [][]float64{{1, 2}, {1, 2}, {0, 1}} {
+		for i, c := range counts {
+			r.snaps[n] = append(r.snaps[n], snap{at: time.Duration(i) * s, values: map[string]stores.MetricValue{"leader_changes": {Value: c}}})
+		}
+	}
+	// One election, seen by all three members: one change, not three.
+	if got := r.Window(0, 2*s)["leader_changes"].Values["delta"]; got != 1 {
+		t.Errorf("leader changes %v, want 1", got)
+	}
+}
