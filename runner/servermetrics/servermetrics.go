@@ -116,7 +116,6 @@ type accumulator struct {
 	seen       bool
 	sum, count float64
 	delta      float64
-	nodeDelta  float64             // the largest increase of one node (EveryMember)
 	buckets    map[float64]float64 // upper bound -> observations in the window
 	max, total float64
 }
@@ -127,11 +126,10 @@ func (a *accumulator) node(m stores.ServerMetric, ss []snap, start, end time.Dur
 	var prev *stores.MetricValue
 	var last *stores.MetricValue
 	if m.EveryMember {
+		// Each member counted the same events: the phase's increase is
+		// the largest one member saw, not their sum.
 		before := a.delta
-		defer func() {
-			a.nodeDelta = max(a.nodeDelta, a.delta-before)
-			a.delta = before
-		}()
+		defer func() { a.delta = max(before, a.delta-before) }()
 	}
 	for i := range ss {
 		v, ok := ss[i].values[m.Name]
@@ -211,9 +209,6 @@ func (a *accumulator) stat(m stores.ServerMetric, window time.Duration) (results
 	st := results.ServerStat{Kind: m.Kind, Unit: unit, Values: map[string]float64{}}
 	switch m.Kind {
 	case stores.MetricCounter:
-		if m.EveryMember {
-			a.delta = a.nodeDelta
-		}
 		st.Values["delta"] = a.delta
 		if window > 0 {
 			st.Values["per_s"] = a.delta / window.Seconds()

@@ -1,14 +1,8 @@
 package consul
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"time"
 
-	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/promscrape"
 )
@@ -60,55 +54,11 @@ func ServerMetrics() []stores.ServerMetric {
 // metricsPath is the agent's Prometheus exposition.
 const metricsPath = "/v1/agent/metrics?format=prometheus"
 
-// MetricScraper reads the servers' metrics over one HTTP client per
-// server, through the endpoint's Dial as the status poller connects. It is
-// safe for concurrent use.
-type MetricScraper struct {
-	eps     []stores.Endpoint
-	clients []*http.Client
-}
-
-// NewMetricScraper prepares a client per endpoint. Nothing is dialed yet.
-func NewMetricScraper(eps []stores.Endpoint) (*MetricScraper, error) {
-	if len(eps) == 0 {
-		return nil, errors.New("consul metrics: no endpoints")
-	}
-	s := &MetricScraper{eps: eps}
-	for _, ep := range eps {
-		if _, _, err := net.SplitHostPort(ep.ClientAddr); err != nil {
-			return nil, fmt.Errorf("consul metrics: %s HTTP address %q: %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
-		}
-		// Two connections: a scrape may overlap the previous one.
-		s.clients = append(s.clients, &http.Client{Transport: newTransport(ep.Dial, 2)})
-	}
-	return s, nil
-}
-
-// Scrape reads node's (1-based) metrics. It is bounded by ctx, or by
-// promscrape.Timeout when ctx has no deadline. At is when the answer
-// was read.
-func (s *MetricScraper) Scrape(ctx context.Context, node int) (stores.MetricSnapshot, error) {
-	i := -1
-	for j, ep := range s.eps {
-		if ep.Node == node {
-			i = j
-		}
-	}
-	if i < 0 {
-		return stores.MetricSnapshot{}, fmt.Errorf("consul metrics: no endpoint of node %d", node)
-	}
-	ep := s.eps[i]
-	values, err := promscrape.Scrape(ctx, s.clients[i], "http://"+ep.ClientAddr+metricsPath, serverMetrics)
-	if err != nil {
-		return stores.MetricSnapshot{}, fmt.Errorf("consul metrics of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
-	}
-	return stores.MetricSnapshot{At: time.Now(), Values: values}, nil
-}
-
-// Close drops idle connections; scrapes afterwards still work.
-func (s *MetricScraper) Close() error {
-	for _, c := range s.clients {
-		c.CloseIdleConnections()
-	}
-	return nil
+// NewMetricScraper reads the servers' metrics over one HTTP client per
+// server, through the endpoint's Dial as the status poller connects.
+// Nothing is dialed yet.
+func NewMetricScraper(eps []stores.Endpoint) (*promscrape.Scraper, error) {
+	// Two connections: a scrape may overlap the previous one.
+	return promscrape.NewScraper("consul", metricsPath, "HTTP address", eps, serverMetrics,
+		func(dial stores.DialFunc) http.RoundTripper { return newTransport(dial, 2) })
 }

@@ -2,13 +2,10 @@ package etcd
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"time"
 
-	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/promscrape"
 )
@@ -74,27 +71,12 @@ func ServerMetrics() []stores.ServerMetric {
 	return out
 }
 
-// MetricScraper reads the members' /metrics over one HTTP client per
-// member, through the endpoint's Dial as the status poller connects. It is
-// safe for concurrent use.
-type MetricScraper struct {
-	eps     []stores.Endpoint
-	clients []*http.Client
-}
-
-// NewMetricScraper prepares a client per endpoint. Nothing is dialed yet.
-func NewMetricScraper(eps []stores.Endpoint) (*MetricScraper, error) {
-	if len(eps) == 0 {
-		return nil, errors.New("etcd metrics: no endpoints")
-	}
-	s := &MetricScraper{eps: eps}
-	for _, ep := range eps {
-		if _, _, err := net.SplitHostPort(ep.ClientAddr); err != nil {
-			return nil, fmt.Errorf("etcd metrics: %s client address %q: %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
-		}
-		s.clients = append(s.clients, &http.Client{Transport: metricsTransport(ep.Dial)})
-	}
-	return s, nil
+// NewMetricScraper reads the members' /metrics over one HTTP client per
+// member, through the endpoint's Dial as the status poller connects.
+// Nothing is dialed yet.
+func NewMetricScraper(eps []stores.Endpoint) (*promscrape.Scraper, error) {
+	return promscrape.NewScraper("etcd", "/metrics", "client address", eps, serverMetrics,
+		func(dial stores.DialFunc) http.RoundTripper { return metricsTransport(dial) })
 }
 
 // metricsTransport is an HTTP transport of its own for one member; dial,
@@ -114,33 +96,4 @@ func metricsTransport(dial stores.DialFunc) *http.Transport {
 		t.DialContext = d.DialContext
 	}
 	return t
-}
-
-// Scrape reads node's (1-based) metrics. It is bounded by ctx, or by
-// promscrape.Timeout when ctx has no deadline. At is when the answer
-// was read.
-func (s *MetricScraper) Scrape(ctx context.Context, node int) (stores.MetricSnapshot, error) {
-	i := -1
-	for j, ep := range s.eps {
-		if ep.Node == node {
-			i = j
-		}
-	}
-	if i < 0 {
-		return stores.MetricSnapshot{}, fmt.Errorf("etcd metrics: no endpoint of node %d", node)
-	}
-	ep := s.eps[i]
-	values, err := promscrape.Scrape(ctx, s.clients[i], "http://"+ep.ClientAddr+"/metrics", serverMetrics)
-	if err != nil {
-		return stores.MetricSnapshot{}, fmt.Errorf("etcd metrics of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
-	}
-	return stores.MetricSnapshot{At: time.Now(), Values: values}, nil
-}
-
-// Close drops idle connections; scrapes afterwards still work.
-func (s *MetricScraper) Close() error {
-	for _, c := range s.clients {
-		c.CloseIdleConnections()
-	}
-	return nil
 }
