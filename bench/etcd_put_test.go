@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -19,8 +20,11 @@ var breakdown = flag.Bool("breakdown", false,
 
 // rounds is how often each contender runs per case. Runs alternate within a
 // round (theirs, ours, ...; then again) so that drift over the run falls on
-// every contender alike.
-var rounds = flag.Int("rounds", 2, "runs of each contender per case, alternating")
+// every contender alike. Five is the fewest whose ratio has a bounded 95%
+// interval (compare's shift test needs 4 a side for 95%; 5 gives 96.8%);
+// on a quiet machine that interval was about ±17% (README), and ±10% takes
+// about 14 rounds.
+var rounds = flag.Int("rounds", 5, "runs of each contender per case, alternating")
 
 // putCases are issue 3's two load points. Totals are sized so that one run
 // takes well under a minute on a 2-core machine.
@@ -69,20 +73,17 @@ type caseResult struct {
 	runs  [][]measurement
 }
 
-// best returns the run with the highest rate. Best-of-N rather than the
-// median: on a shared 2-core machine, noise only ever slows a run down, so
-// the fastest run is the closest to what each contender can do.
-func best(ms []measurement) measurement {
-	return slices.MaxFunc(ms, func(a, b measurement) int {
-		switch {
-		case a.rps < b.rps:
-			return -1
-		case a.rps > b.rps:
-			return 1
-		}
-		return 0
-	})
+// each is one figure of a contender's rounds.
+func each(ms []measurement, figure func(measurement) float64) []float64 {
+	out := make([]float64, len(ms))
+	for i, m := range ms {
+		out[i] = figure(m)
+	}
+	return out
 }
+
+func rate(m measurement) float64 { return m.rps }
+func p99(m measurement) float64  { return msf(m.p99) }
 
 // BenchmarkEtcdPut starts one 3-node etcd cluster and, for each case, runs
 // etcd's `benchmark put` and the workload engine's equivalent closed loop
@@ -116,14 +117,15 @@ func BenchmarkEtcdPut(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			t, o := best(r.runs[0]), best(r.runs[slices.Index(r.names, ours)])
-			b.ReportMetric(o.rps/t.rps, "ratio_rps")
-			b.ReportMetric(o.rps, "ours_rps")
-			b.ReportMetric(t.rps, "theirs_rps")
-			b.ReportMetric(msf(o.p99), "ours_p99_ms")
-			b.ReportMetric(msf(t.p99), "theirs_p99_ms")
-			b.ReportMetric(cpuPerReq(o), "ours_cpu_µs/req")
-			b.ReportMetric(cpuPerReq(t), "theirs_cpu_µs/req")
+			t, o := r.runs[0], r.runs[slices.Index(r.names, ours)]
+			ratioOf(each(t, rate), each(o, rate)).report(b, "ratio_rps")
+			ratioOf(each(t, cpuPerReq), each(o, cpuPerReq)).report(b, "ratio_cpu/req")
+			b.ReportMetric(results.Median(each(o, rate)), "ours_rps")
+			b.ReportMetric(results.Median(each(t, rate)), "theirs_rps")
+			b.ReportMetric(results.Median(each(o, p99)), "ours_p99_ms")
+			b.ReportMetric(results.Median(each(t, p99)), "theirs_p99_ms")
+			b.ReportMetric(results.Median(each(o, cpuPerReq)), "ours_cpu_µs/req")
+			b.ReportMetric(results.Median(each(t, cpuPerReq)), "theirs_cpu_µs/req")
 			all = append(all, r)
 		})
 	}
@@ -202,34 +204,46 @@ func cpuPerReq(m measurement) float64 {
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// printTable writes one line per run and one "best" line per contender and
-// case, each with its rate relative to etcd's tool in the same round (best:
-// best against best).
+// printTable writes one line per run, each with its rate relative to etcd's
+// tool in the same round, then per contender and case the medians and
+// the ratios of rate and of client CPU per request with their 95%
+// intervals.
 func printTable(w io.Writer, all []caseResult) {
 	if len(all) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\netcd %s put, 3 nodes on loopback, all requests to the leader, key %d B, value %d B, 2 cores shared by client and cluster;\n"+
-		"runs alternate between tools; best = highest req/s of %d rounds; ratio = req/s over etcd benchmark's\n",
-		etcdVersion, all[0].c.keySize, all[0].c.valueSize, len(all[0].runs[0]))
+		"runs alternate between tools, %d rounds; ratio = over etcd benchmark's in the same round; median lines: the ratio of the medians\n"+
+		"and its %.0f%% interval (compare's Mann-Whitney shift interval on the logarithms)\n",
+		etcdVersion, all[0].c.keySize, all[0].c.valueSize, len(all[0].runs[0]), 100*(1-ratioAlpha))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tratio\t")
-	line := func(c, tool, run string, m, ref measurement, isRef bool) {
-		ratio := ""
-		if !isRef {
-			ratio = fmt.Sprintf("%.3f", m.rps/ref.rps)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%s\t\n",
-			c, tool, run, m.requests, m.failed, m.elapsed.Seconds(), m.rps, msf(m.p50), msf(m.p99), cpuPerReq(m), ratio)
-	}
 	for _, r := range all {
 		for round := range r.runs[0] {
 			for i, name := range r.names {
-				line(r.c.name, name, fmt.Sprint(round+1), r.runs[i][round], r.runs[0][round], i == 0)
+				m, ref := r.runs[i][round], r.runs[0][round]
+				ratio := ""
+				if i > 0 {
+					ratio = fmt.Sprintf("%.3f", m.rps/ref.rps)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%s\t\n",
+					r.c.name, name, round+1, m.requests, m.failed, m.elapsed.Seconds(), m.rps, msf(m.p50), msf(m.p99), cpuPerReq(m), ratio)
 			}
 		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\treq/s ratio [95%]\tCPU/req ratio [95%]\t")
+	for _, r := range all {
 		for i, name := range r.names {
-			line(r.c.name, name, "best", best(r.runs[i]), best(r.runs[0]), i == 0)
+			rateRatio, cpuRatio := "", ""
+			if i > 0 {
+				rateRatio = ratioOf(each(r.runs[0], rate), each(r.runs[i], rate)).String()
+				cpuRatio = ratioOf(each(r.runs[0], cpuPerReq), each(r.runs[i], cpuPerReq)).String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%s\t%s\t\n", r.c.name, name,
+				results.Median(each(r.runs[i], rate)), results.Median(each(r.runs[i], p99)), results.Median(each(r.runs[i], cpuPerReq)), rateRatio, cpuRatio)
 		}
 	}
 	tw.Flush()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/fabric"
+	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/runner"
 )
 
@@ -44,8 +45,9 @@ phase "load" {
 // namespaces connected through the userspace shaper, packets on links with
 // no effect written straight from the reader ("direct"); and with every
 // packet queued through the shaper's per-pair scheduler ("engaged", the
-// path every shaped packet takes and what runs use). It reports each run's
-// throughput relative to loopback.
+// path every shaped packet takes and what runs use), interleaved over
+// -rounds rounds. It reports the median throughput relative to loopback's,
+// with the interval of compare's shift test.
 func BenchmarkFabricOverhead(b *testing.B) {
 	if err := fabric.Available(); err != nil {
 		b.Skipf("needs network namespaces: %v", err)
@@ -75,21 +77,16 @@ func BenchmarkFabricOverhead(b *testing.B) {
 			}
 		}
 	}
-	best := func(v []float64) float64 {
-		m := 0.0
-		for _, x := range v {
-			m = max(m, x)
-		}
-		return m
-	}
-	base := best(rps["loopback"])
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\netcd put, 1000 clients over 100 conns, 10 s closed loop; best of %d rounds\n", len(rps["loopback"]))
-	fmt.Fprintln(tw, "network\tput/s\tvs loopback\t")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\netcd put, 1000 clients over 100 conns, 10 s closed loop; %d interleaved rounds; ratio of the medians to loopback's with its %.0f%% interval\n",
+		len(rps["loopback"]), 100*(1-ratioAlpha))
+	fmt.Fprintln(tw, "network\tmedian put/s\tvs loopback [95%]\t")
 	for _, m := range modes {
-		r := best(rps[m.name])
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t\n", m.name, r, r/base)
-		b.ReportMetric(r/base, m.name+"_ratio")
+		r := ratioOf(rps["loopback"], rps[m.name])
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t\n", m.name, results.Median(rps[m.name]), r)
+		if m.name != "loopback" {
+			r.report(b, m.name+"_ratio")
+		}
 	}
 	tw.Flush()
 }

@@ -167,9 +167,9 @@ const (
 func unitOf(metric string) unit {
 	switch metric[strings.LastIndex(metric, ".")+1:] {
 	case plan.StatP50, plan.StatP90, plan.StatP99, plan.StatP999, plan.StatMax, plan.StatMin, plan.StatMean,
-		plan.MetricMaxGap, plan.MetricFailoverTime, plan.MetricLeaderElect, plan.MetricRejoin, plan.MetricNoLeader:
+		plan.MetricMaxGap, plan.MetricFailoverTime, plan.MetricLeaderElect, plan.MetricRejoin, plan.MetricNoLeader, plan.MetricWriteFloor:
 		return unitMS
-	case plan.MetricAvailability, plan.MetricTimeAvail, plan.StatErrorRate:
+	case plan.MetricAvailability, plan.MetricTimeAvail, plan.StatErrorRate, plan.MetricLateShare, plan.MetricFloorExcess:
 		return unitFraction
 	case plan.StatThroughput:
 		return unitRate

@@ -310,6 +310,7 @@ func Load(parser *hclparse.Parser, filename string, src []byte, opts VarOptions)
 			break
 		}
 		diags = append(diags, pdiags...)
+		pl.Repeat = f.Repeat
 		b.Plans = append(b.Plans, pl)
 	}
 	if !diags.HasErrors() && len(b.Plans) == 0 && f.Sweep != nil {

@@ -28,6 +28,10 @@ type Plan struct {
 	Checks      []CheckSpec       `json:"checks"`
 	Duration    Duration          `json:"duration"`
 	Variables   map[string]string `json:"variables,omitempty"`
+	// Repeat is the file's repeat attribute: how many times a run plays
+	// this plan, each time on a fresh cluster (0 when the file has none;
+	// scenario run --repeat overrides it).
+	Repeat int `json:"repeat,omitempty"`
 }
 
 // SweepValue is one coordinate of a sweep point: a variable and the value it
@@ -496,11 +500,14 @@ const (
 	MetricElections    = "elections"         // leader changes seen
 	MetricNoLeader     = "no_leader_time"    // time without a leader, ms
 	MetricLateStarts   = "late_starts"       // open-loop sends that started after their intended time
+	MetricLateShare    = "late_start_share"  // late_starts over the ops counted: how far the offered load fell short
+	MetricWriteFloor   = "write_floor"       // the put latency the declared links allow the leader in office, ms
+	MetricFloorExcess  = "floor_excess"      // put p50 over write_floor, minus 1: 0.04 is 4% above the floor
 )
 
 // PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
 // also aggregated over all ops under the same names).
-var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLateStarts}
+var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess}
 
 // Error classes. Every failed operation falls in exactly one.
 const (

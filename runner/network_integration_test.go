@@ -133,12 +133,24 @@ func checkGeoLatency(t *testing.T, res *results.Results, phaseName string) {
 	if lat == nil {
 		t.Fatal("no latency")
 	}
-	t.Logf("leader n%d: expected put p50 >= %.0f ms (client-n1 RTT 1 + n1-leader RTT %.0f + leader-nearest follower RTT %.0f), measured p50 %.1f ms, p99 %.1f ms",
-		leader, expected, forward, nearest, lat.P50MS, lat.P99MS)
-	// Below the RTTs is impossible; above by more than 25 ms means the
-	// shaper or the cluster adds delay of its own.
-	if lat.P50MS < expected || lat.P50MS > expected+25 {
-		t.Errorf("put p50 %.1f ms, want between %.0f and %.0f ms", lat.P50MS, expected, expected+25)
+	// Below the RTTs is impossible. Above them, the path adds the
+	// follower's fsync before its ack (the store's own histogram says how
+	// long) and processing that grows with the path: 4-8% of the floor
+	// measured on this machine (issue 21), +28 ms on the 341 ms floor in
+	// containers in a cold CI run. More than that means the shaper or the
+	// cluster adds delay of its own.
+	fsync := 0.0
+	if st, ok := p.Server["fsync"]; ok {
+		fsync = st.Values["p99"]
+	}
+	slack := max(25, 0.1*expected) + fsync
+	t.Logf("leader n%d: expected put p50 >= %.0f ms (client-n1 RTT 1 + n1-leader RTT %.0f + leader-nearest follower RTT %.0f), measured p50 %.1f ms (+%.1f%%), p99 %.1f ms; store's fsync p99 %.1f ms",
+		leader, expected, forward, nearest, lat.P50MS, 100*(lat.P50MS/expected-1), lat.P99MS, fsync)
+	if f := p.WriteFloor; f == nil || f.Leader != leader || f.FloorMS != expected {
+		t.Errorf("the results' write floor %+v, want %.0f ms with n%d leading", f, expected, leader)
+	}
+	if lat.P50MS < expected || lat.P50MS > expected+slack {
+		t.Errorf("put p50 %.1f ms, want between %.0f and %.0f ms (the floor, plus the larger of 25 ms and 10%%, plus the fsync p99)", lat.P50MS, expected, expected+slack)
 	}
 }
 

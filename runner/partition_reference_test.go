@@ -61,11 +61,12 @@ phase "after" {
 
 // recovery is what a partition and its heal did to a run.
 type recovery struct {
-	cutShare   float64 // throughput during the cut (its first 2 s left out) / before
-	firstServe float64 // s from the heal to the first answer of a healed member; -1: none
-	allServe   float64 // s from the heal until every healed member had answered; -1: not all did
-	to90       float64 // s from the heal to the first second at 90% of before's throughput
-	raftActive float64 // s from the heal to the last sign of a member still cut off in the logs
+	cutShare   float64   // throughput during the cut (its first 2 s left out) / before
+	firstServe float64   // s from the heal to the first answer of a healed member; -1: none
+	allServe   float64   // s from the heal until every healed member had answered; -1: not all did
+	to90       float64   // s from the heal to the first second at 90% of before's throughput
+	raftActive float64   // s from the heal to the last sign of a member still cut off in the logs
+	afterHeal  []float64 // throughput in each whole second after the heal, as a share of before's
 }
 
 func (r recovery) String() string {
@@ -124,9 +125,9 @@ func measureRecovery(t *testing.T, res *results.Results, logs string) recovery {
 		r.allServe = *f.TimeToServeMS / 1000
 	}
 	for s := int(math.Ceil(heal)); s < int(heal+after.DurationMS/1000); s++ {
-		if perSecond[s] >= 0.9*base {
+		r.afterHeal = append(r.afterHeal, math.Round(100*perSecond[s]/base)/100)
+		if r.to90 < 0 && perSecond[s] >= 0.9*base {
 			r.to90 = float64(s) - heal
-			break
 		}
 	}
 	healAt := res.Started.Add(time.Duration(after.StartMS * float64(time.Millisecond)))
@@ -206,7 +207,8 @@ func TestPartitionMatchesKernel(t *testing.T) {
 			// the phase, on either backend (README). Only a drop's is
 			// compared.
 			if mode == plan.PartitionDrop && (shaped.to90 < 0 || kernel.to90 < 0 || math.Abs(shaped.to90-kernel.to90) > to90Tol) {
-				t.Errorf("back to 90%%: shaper %.1f s, kernel %.1f s after the heal", shaped.to90, kernel.to90)
+				t.Errorf("back to 90%%: shaper %.1f s, kernel %.1f s after the heal; throughput by second after the heal, as a share of before's: shaper %v, kernel %v",
+					shaped.to90, kernel.to90, shaped.afterHeal, kernel.afterHeal)
 			}
 			if shaped.firstServe < 0 || kernel.firstServe < 0 || math.Abs(shaped.firstServe-kernel.firstServe) > serveTol[mode] {
 				t.Errorf("first answer of a healed member: shaper %.1f s, kernel %.1f s after the heal", shaped.firstServe, kernel.firstServe)

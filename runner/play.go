@@ -109,6 +109,7 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 			faultErrs = append(faultErrs, c.infra("", "", err))
 		}
 		c.serverResults(res)
+		c.floorResults(res)
 		if err := c.faults.failovers(res); err != nil {
 			faultErrs = append(faultErrs, c.infra("", "", fmt.Errorf("faults: %w", err)))
 		}

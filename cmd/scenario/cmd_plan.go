@@ -61,6 +61,9 @@ func writePlanText(w io.Writer, p *plan.Plan) {
 		fmt.Fprintf(w, "  [sweep point %s]", dsl.Point(p.Point))
 	}
 	fmt.Fprintf(w, "  (runs %s)\n", p.Duration)
+	if p.Repeat > 1 {
+		fmt.Fprintf(w, "Repeated %d times (repeat = %d), each on a fresh cluster; sweep points interleave; --repeat overrides\n", p.Repeat, p.Repeat)
+	}
 
 	fmt.Fprintln(w, "\nClusters:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -273,6 +273,9 @@ repetitions:
 			if err := results.WriteAggregate(pr.dir, pr.agg); err != nil {
 				return nil, &exitError{code: exitInfra, err: err}
 			}
+			if err := writeRepetitionsJUnit(pr); err != nil {
+				return nil, &exitError{code: exitInfra, err: err}
+			}
 		}
 	}
 	var all []*results.Results
@@ -391,4 +394,17 @@ func pointText(point []plan.SweepValue) string {
 		parts = append(parts, p.Variable+"="+p.Value)
 	}
 	return strings.Join(parts, " ")
+}
+
+// writeRepetitionsJUnit writes junit.xml beside a repeated run's aggregate:
+// every repetition's checks, a suite each.
+func writeRepetitionsJUnit(pr *pointRuns) error {
+	var buf bytes.Buffer
+	if err := results.WriteJUnitRepetitions(&buf, pr.runs, pr.reps); err != nil {
+		return err
+	}
+	if err := safefile.WriteAtomic(filepath.Join(pr.dir, runner.JUnitFile), buf.Bytes(), 0o644, false); err != nil {
+		return fmt.Errorf("write the repetitions' JUnit report: %w", err)
+	}
+	return nil
 }

@@ -39,6 +39,9 @@ problem at once, each at its file:line:col. Exits 0 when all files are valid, 2 
 					}
 					points += ")"
 				}
+				if build.File.Repeat > 1 {
+					points += fmt.Sprintf(" (repeat = %d: %d runs)", build.File.Repeat, build.File.Repeat*len(build.Plans))
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: valid%s\n", path, points)
 			}
 			if len(failed) > 0 {

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/coordlab/scenario/internal/results"
@@ -193,5 +195,35 @@ func TestNoiseOfSavedRuns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanAndValidateShowRepeat: a file's repeat is visible before a run,
+// in plan's text and JSON and in validate's verdict.
+func TestPlanAndValidateShowRepeat(t *testing.T) {
+	src, err := os.ReadFile("../../examples/etcd-smoke.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "smoke.hcl")
+	if err := os.WriteFile(path, append([]byte("repeat = 4\n"), src...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "plan", path)
+	if code != 0 || !strings.Contains(out, "Repeated 4 times (repeat = 4), each on a fresh cluster") {
+		t.Errorf("plan: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, _ = run(t, "plan", "--json", path)
+	var p struct{ Repeat int }
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil || p.Repeat != 4 {
+		t.Errorf("plan --json: exit %d, repeat %d (%v)", code, p.Repeat, err)
+	}
+	code, out, _ = run(t, "validate", path)
+	if want := path + ": valid (repeat = 4: 4 runs)\n"; code != 0 || out != want {
+		t.Errorf("validate: exit %d, %q, want %q", code, out, want)
+	}
+	code, out, _ = run(t, "plan", "../../examples/etcd-smoke.hcl")
+	if code != 0 || strings.Contains(out, "Repeated") {
+		t.Errorf("plan of a file without repeat: exit %d, says Repeated:\n%s", code, out)
 	}
 }

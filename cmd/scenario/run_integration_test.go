@@ -190,10 +190,13 @@ func TestRunIntegration(t *testing.T) {
 		if want := "2 of 2 run(s) failed a check: rep-1 (impossible latency); rep-2 (impossible latency)"; !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
-		for _, f := range []string{"results.json", "comparison.txt", "rep-1/results.json", "rep-1/report.html", "rep-2/results.json", "rep-2/junit.xml"} {
+		for _, f := range []string{"results.json", "comparison.txt", "junit.xml", "rep-1/results.json", "rep-1/report.html", "rep-2/results.json", "rep-2/junit.xml"} {
 			if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
 				t.Errorf("output %s missing or empty: %v", f, err)
 			}
+		}
+		if junit, err := os.ReadFile(filepath.Join(out, "junit.xml")); err != nil || strings.Count(string(junit), "<failure") != 2 || !strings.Contains(string(junit), "(rep-2)") {
+			t.Errorf("the repetitions' junit.xml should hold both repetitions' failed check (%v):\n%s", err, junit)
 		}
 		var agg struct {
 			Kind        string `json:"kind"`

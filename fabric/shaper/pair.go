@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/coordlab/scenario/internal/hrsleep"
 )
 
 // maxBatch bounds the packets one wake-up takes off the queue before
@@ -55,8 +57,12 @@ func (p *pair) write(ctx context.Context, r *Router, b []byte) {
 // schedule is the pair's goroutine: it sleeps until the head packet is
 // due, then writes every packet that is due, in order.
 func (r *Router) schedule(ctx context.Context, p *pair) {
-	sl := newSleeper(ctx, r.coarse)
-	defer sl.close()
+	newSleeper := hrsleep.New
+	if r.coarse {
+		newSleeper = hrsleep.NewTimer
+	}
+	sl := newSleeper(ctx)
+	defer sl.Close()
 	h := p.hist.Load()
 	batch := make([]*packet, 0, maxBatch)
 	for {
@@ -74,7 +80,7 @@ func (r *Router) schedule(ctx context.Context, p *pair) {
 		now := r.now()
 		if wait := head.due - now; wait > 0 {
 			p.mu.Unlock()
-			if !sl.sleep(wait) {
+			if !sl.Sleep(wait) {
 				return
 			}
 			continue

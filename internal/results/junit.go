@@ -52,6 +52,39 @@ type junitProblem struct {
 // for one that could not be evaluated. Both carry the condition and the
 // observed values, which is what someone reading a CI report needs first.
 func WriteJUnit(w io.Writer, r *Results) error {
+	return encodeJUnit(w, junitSuiteOf(r))
+}
+
+// junitSuites is the JUnit shape of several suites in one file.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+// WriteJUnitRepetitions writes the checks of a repeated run (scenario run
+// --repeat N) as one JUnit file: a suite per repetition, named after its
+// directory, so that a CI reporter shows which repetition failed which
+// check. runs[i] ran in dirs[i].
+func WriteJUnitRepetitions(w io.Writer, runs []*Results, dirs []string) error {
+	all := junitSuites{}
+	for i, r := range runs {
+		s := junitSuiteOf(r)
+		all.Name = s.Name
+		s.Name += " (" + dirs[i] + ")"
+		s.Properties = append(s.Properties, junitProperty{"repetition", dirs[i]})
+		all.Tests += s.Tests
+		all.Failures += s.Failures
+		all.Errors += s.Errors
+		all.Suites = append(all.Suites, s)
+	}
+	return encodeJUnit(w, all)
+}
+
+func junitSuiteOf(r *Results) junitSuite {
 	class := filepath.Base(r.ScenarioFile)
 	if r.ScenarioFile == "" {
 		class = r.Scenario
@@ -94,6 +127,10 @@ func WriteJUnit(w io.Writer, r *Results) error {
 		}
 		s.Cases = append(s.Cases, tc)
 	}
+	return s
+}
+
+func encodeJUnit(w io.Writer, s any) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("write junit: %w", err)
 	}

@@ -17,7 +17,7 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.<op>.<stat>                one op over all workloads; stat is one of plan.OpStats
 //	<scope>.<op>.errors_by.<class>
 //	<scope>.<op>.raw.<latency stat>
-//	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap and late_starts
+//	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap, late_starts and late_start_share
 //	<scope>.workload.<w>.<op>.<stat>   one workload's op
 //	<scope>.server.<metric>.<stat>     the store's own metric over the scope (Phase.Server)
 //	run.linearizable, run.lost_writes  the history checker's verdict
@@ -100,6 +100,14 @@ func (r *Results) Lookup(path string) (any, bool) {
 	return v, ok
 }
 
+// addLate adds late_starts and late_start_share: the share of the ops
+// counted (sent, and expired in the queue) that an open loop sent more
+// than 1 ms after their intended time, 0 with no ops.
+func addLate(m map[string]any, scope string, o *OpStats) {
+	m[scope+"."+plan.MetricLateStarts] = float64(o.LateStarts)
+	m[scope+"."+plan.MetricLateShare] = o.LateShare()
+}
+
 func addPhase(m map[string]any, scope string, p *Phase) {
 	for name, st := range p.Server {
 		for stat, v := range st.Values {
@@ -113,7 +121,7 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	for _, w := range p.Workloads {
 		ws := scope + ".workload." + w.Name
 		addOp(m, ws, &w.Total)
-		m[ws+"."+plan.MetricLateStarts] = float64(w.Total.LateStarts)
+		addLate(m, ws, &w.Total)
 		setOpt(m, ws+"."+plan.MetricAvailability, w.Availability)
 		setOpt(m, ws+"."+plan.MetricMaxGap, w.MaxGapMS)
 		setOpt(m, ws+"."+plan.MetricTimeAvail, w.TimeAvailability)
@@ -121,9 +129,15 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 			addOp(m, ws+"."+w.Ops[i].Op, &w.Ops[i])
 		}
 	}
-	m[scope+"."+plan.MetricLateStarts] = float64(p.Total.LateStarts)
+	addLate(m, scope, &p.Total)
 	m[scope+"."+plan.MetricElections] = float64(p.Elections)
 	m[scope+"."+plan.MetricNoLeader] = p.NoLeaderMS
+	if f := p.WriteFloor; f != nil {
+		m[scope+"."+plan.MetricWriteFloor] = f.FloorMS
+		if f.ExcessPct != nil {
+			m[scope+"."+plan.MetricFloorExcess] = *f.ExcessPct / 100
+		}
+	}
 	setOpt(m, scope+"."+plan.MetricAvailability, p.Availability)
 	setOpt(m, scope+"."+plan.MetricMaxGap, p.MaxGapMS)
 	setOpt(m, scope+"."+plan.MetricTimeAvail, p.TimeAvailability)

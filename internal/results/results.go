@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,10 @@ type Results struct {
 	Leader []LeaderObservation `json:"leader"`
 	// Resources holds the per-node process samples (CPU, memory, disk writes).
 	Resources []NodeResources `json:"resources"`
+	// Runner holds the samples of the runner's own process (Node
+	// "runner"): the load generator, the in-process shaper and the
+	// checkers, which share the machine with the nodes.
+	Runner *NodeResources `json:"runner,omitempty"`
 	// Correctness holds the history checker's verdict, when one ran.
 	Correctness *Correctness `json:"correctness,omitempty"`
 	// Registries holds each registry workload's own figures and its
@@ -163,7 +168,38 @@ type Phase struct {
 	// name of the metric (see the store's ServerMetrics); absent when they
 	// were not scraped.
 	Server map[string]ServerStat `json:"server,omitempty"`
+	// Resources condenses the resource samples taken during the phase,
+	// per node and for the runner's own process (key "runner").
+	Resources map[string]ResourceSummary `json:"resources,omitempty"`
+	// WriteFloor is the write latency that the declared links allow for
+	// the leader in office, beside the measured put p50; absent when the
+	// network is unshaped, a network fault acts in the phase or the
+	// leader changed in it.
+	WriteFloor *WriteFloor `json:"write_floor,omitempty"`
 }
+
+// WriteFloor sets a phase's put latency against the network's floor.
+type WriteFloor struct {
+	// Leader is the leader in office over the phase (a node index).
+	Leader int `json:"leader"`
+	// FloorMS is the least put latency the declared RTTs allow: the
+	// clients' RTT to their member, the member's to the leader, and the
+	// leader's quorum RTT (the lower median over the clients' members).
+	FloorMS float64 `json:"floor_ms"`
+	// Path says what the floor is made of.
+	Path string `json:"path"`
+	// PutP50MS is the measured put p50; ExcessMS and ExcessPct its excess
+	// over the floor. Null without successful puts.
+	PutP50MS  *float64 `json:"put_p50_ms"`
+	ExcessMS  *float64 `json:"excess_ms"`
+	ExcessPct *float64 `json:"excess_pct"`
+	// FsyncP50MS is the store's own fsync p50 over the phase, one of the
+	// things the excess is made of; null when not scraped.
+	FsyncP50MS *float64 `json:"fsync_p50_ms"`
+}
+
+// RunnerNode is the key of the runner's own process in Phase.Resources.
+const RunnerNode = "runner"
 
 // ServerStat is one of the store's own metrics over a phase, summed over
 // the nodes: Values by stat (p50, p90, p99, mean, count for histograms;
@@ -226,6 +262,15 @@ type OpStats struct {
 	// LateStarts counts operations sent more than 1 ms after their intended
 	// time (open loop only: the load generator fell behind).
 	LateStarts int64 `json:"late_starts"`
+}
+
+// LateShare is LateStarts over Count: the share of the offered load that
+// went out late; 0 when nothing was counted.
+func (o *OpStats) LateShare() float64 {
+	if o.Count == 0 {
+		return 0
+	}
+	return float64(o.LateStarts) / float64(o.Count)
 }
 
 // Latency summarises a latency distribution. Percentiles come from an
@@ -399,6 +444,42 @@ type ResourcePoint struct {
 	// storage since the run began, summed over restarts; absent when
 	// /proc/PID/io was unreadable.
 	WrittenBytes *int64 `json:"written_bytes,omitempty"`
+}
+
+// SummarizeResources condenses the points stamped in (fromMS, toMS], each
+// of which measured the second before its stamp: CPU mean and maximum,
+// largest RSS, and the bytes written between the last point before the
+// window (or its first point) and its last point.
+func SummarizeResources(points []ResourcePoint, fromMS, toMS float64) ResourceSummary {
+	var s ResourceSummary
+	var before, first, last *int64
+	for _, p := range points {
+		switch {
+		case p.AtMS <= fromMS:
+			before = p.WrittenBytes
+			continue
+		case p.AtMS > toMS:
+			continue
+		}
+		s.Samples++
+		s.CPUMeanPercent += p.CPUPercent
+		s.CPUMaxPercent = max(s.CPUMaxPercent, p.CPUPercent)
+		s.RSSMaxBytes = max(s.RSSMaxBytes, p.RSSBytes)
+		if first == nil {
+			first = p.WrittenBytes
+		}
+		last = p.WrittenBytes
+	}
+	if s.Samples > 0 {
+		s.CPUMeanPercent = math.Round(s.CPUMeanPercent/float64(s.Samples)*100) / 100
+	}
+	if before == nil {
+		before = first
+	}
+	if before != nil && last != nil {
+		s.WrittenBytes = Ptr(*last - *before)
+	}
+	return s
 }
 
 // ResourceSummary condenses a node's samples.

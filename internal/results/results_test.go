@@ -176,3 +176,28 @@ func TestRejoinTime(t *testing.T) {
 func sameOpt(a, b *float64) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
+
+func TestLateStartShare(t *testing.T) {
+	r := sample()
+	r.Phases[0].Total.LateStarts = 5     // of 100: 5%
+	r.Phases[1].Total.LateStarts = 0     // none
+	r.Run.Total = OpStats{LateStarts: 0} // nothing counted: 0, not NaN
+	m := r.Metrics()
+	for path, want := range map[string]float64{
+		"phase.steady.late_start_share":   0.05,
+		"phase.steady.late_starts":        5,
+		"phase.failover.late_start_share": 0,
+		"run.late_start_share":            0,
+	} {
+		if got, ok := m[path].(float64); !ok || got != want {
+			t.Errorf("%s = %v, want %v", path, m[path], want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := "late starts 5 (5%): the load generator fell behind the declared rate"; !strings.Contains(buf.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, buf.String())
+	}
+}

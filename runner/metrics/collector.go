@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
 )
 
@@ -42,6 +44,7 @@ type Collector struct {
 	workloads []plan.WorkloadSpec
 	leader    *LeaderTimeline
 	resources *ResourceSampler
+	self      *ResourceSampler // the runner's own process
 
 	sinksMu sync.Mutex
 	sinks   []*sink
@@ -97,12 +100,14 @@ func NewCollector(phases []plan.PhaseSpan, workloads []plan.WorkloadSpec, base t
 		workloads: slices.Clone(workloads),
 		leader:    NewLeaderTimeline(),
 		resources: NewResourceSampler(base),
+		self:      NewResourceSampler(base),
 		ops:       make(map[opKey]*opState),
 		wlWrites:  make(map[string]*writeTrack),
 		served:    make(map[int]time.Duration),
 	}
 	sort.SliceStable(c.phases, func(i, j int) bool { return c.phases[i].Start < c.phases[j].Start })
 	c.writes = newWriteTrack(c.phases)
+	c.self.SetPID(results.RunnerNode, os.Getpid())
 	return c
 }
 
@@ -167,6 +172,7 @@ func (c *Collector) Run(ctx context.Context) {
 			c.seal(int((at - sealDelay) / time.Second))
 			c.mu.Unlock()
 			c.resources.SampleAt(at)
+			c.self.SampleAt(at)
 		}
 	}
 }

@@ -548,3 +548,35 @@ func TestWorkloadGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseResources: the runner's own process is sampled beside the
+// nodes, and each phase condenses the samples stamped within it.
+func TestPhaseResources(t *testing.T) {
+	c := newTestCollector(span("a", 0, 2*s), span("b", 2*s, 2*s))
+	for at := range 5 { // 0 is the baseline; 1..4 s carry CPU
+		burn := time.Now().Add(20 * ms)
+		for time.Now().Before(burn) {
+		}
+		c.self.SampleAt(time.Duration(at) * s)
+	}
+	c.resources.nodes["n1"] = &nodeSampler{points: []results.ResourcePoint{
+		{AtMS: 1000, CPUPercent: 10, RSSBytes: 100, WrittenBytes: new(int64(5))},
+		{AtMS: 2000, CPUPercent: 30, RSSBytes: 300, WrittenBytes: new(int64(7))},
+		{AtMS: 3000, CPUPercent: 50, RSSBytes: 200, WrittenBytes: new(int64(17))},
+	}}
+	c.resources.order = []string{"n1"}
+	r := c.Snapshot()
+	if r.Runner == nil || r.Runner.Node != results.RunnerNode || r.Runner.Summary.Samples != 4 || r.Runner.Summary.RSSMaxBytes == 0 {
+		t.Fatalf("runner: %+v, want 4 samples with an RSS", r.Runner)
+	}
+	a, b := r.Phases[0].Resources, r.Phases[1].Resources
+	if got := a["n1"]; got.Samples != 2 || got.CPUMeanPercent != 20 || got.CPUMaxPercent != 30 || got.RSSMaxBytes != 300 || got.WrittenBytes == nil || *got.WrittenBytes != 2 {
+		t.Errorf("phase a, n1: %+v (written %v), want 2 samples, mean 20%%, max 30%%, 300 B, 2 B written", got, got.WrittenBytes)
+	}
+	if got := b["n1"]; got.Samples != 1 || got.CPUMeanPercent != 50 || got.WrittenBytes == nil || *got.WrittenBytes != 10 {
+		t.Errorf("phase b, n1: %+v, want the 3 s sample and 10 B written since 2 s", got)
+	}
+	if a[results.RunnerNode].Samples != 2 || b[results.RunnerNode].Samples != 2 || b[results.RunnerNode].CPUMeanPercent <= 0 {
+		t.Errorf("runner by phase: a %+v, b %+v; want 2 samples each, some CPU", a[results.RunnerNode], b[results.RunnerNode])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,18 +159,12 @@ func (r *ResourceSampler) Nodes() []results.NodeResources {
 	for _, name := range r.order {
 		n := r.nodes[name]
 		nr := results.NodeResources{Node: name, Points: append([]results.ResourcePoint{}, n.points...)}
-		s := &nr.Summary
-		s.Samples = len(n.points)
-		for _, p := range n.points {
-			s.CPUMeanPercent += p.CPUPercent
-			s.CPUMaxPercent = max(s.CPUMaxPercent, p.CPUPercent)
-			s.RSSMaxBytes = max(s.RSSMaxBytes, p.RSSBytes)
-		}
-		if s.Samples > 0 {
-			s.CPUMeanPercent = round2(s.CPUMeanPercent / float64(s.Samples))
-		}
+		nr.Summary = results.SummarizeResources(n.points, math.Inf(-1), math.Inf(1))
+		// The whole run's writes include what a process wrote before
+		// its first point.
+		nr.Summary.WrittenBytes = nil
 		if n.writtenOK {
-			s.WrittenBytes = results.Ptr(n.written)
+			nr.Summary.WrittenBytes = results.Ptr(n.written)
 		}
 		out = append(out, nr)
 	}

@@ -80,9 +80,34 @@ func (c *Collector) Snapshot() *results.Results {
 	r.Run = runPhase
 	r.Leader = c.leader.Observations()
 	r.Resources = c.resources.Nodes()
+	if own := c.self.Nodes(); len(own) == 1 && own[0].Summary.Samples > 0 {
+		r.Runner = &own[0]
+	}
+	for i := range r.Phases {
+		r.Phases[i].Resources = phaseResources(r.Resources, r.Runner, c.phases[i])
+	}
 	r.Checks = []results.Check{}
 	r.Notes = notes
 	return r
+}
+
+// phaseResources condenses each node's samples, and the runner's, over
+// one phase; nil when none was taken in it.
+func phaseResources(nodes []results.NodeResources, runner *results.NodeResources, span plan.PhaseSpan) map[string]results.ResourceSummary {
+	from, to := results.MS(span.Start.D()), results.MS(span.End().D())
+	if runner != nil {
+		nodes = append(slices.Clip(nodes), *runner)
+	}
+	var out map[string]results.ResourceSummary
+	for _, n := range nodes {
+		if s := results.SummarizeResources(n.Points, from, to); s.Samples > 0 {
+			if out == nil {
+				out = map[string]results.ResourceSummary{}
+			}
+			out[n.Node] = s
+		}
+	}
+	return out
 }
 
 // workloadCells accumulates one workload's cells: its total and its ops.

@@ -1,4 +1,4 @@
-package shaper
+package hrsleep
 
 import (
 	"context"
@@ -21,28 +21,32 @@ type timerfdSleeper struct {
 	fd       int
 	f        *os.File
 	stop     func() bool
-	fallback sleeper // after an unexpected timerfd error
+	fallback Sleeper // after an unexpected timerfd error
 	buf      [8]byte
 }
 
-func newSleeper(ctx context.Context, coarse bool) sleeper {
-	if coarse {
-		return newTimerSleeper(ctx)
-	}
+// New returns a timerfd sleeper, or a runtime timer where no timerfd can
+// be made.
+func New(ctx context.Context) Sleeper {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
-		return newTimerSleeper(ctx)
+		return NewTimer(ctx)
 	}
 	// Non-blocking, so os.File registers it with the poller and honours
 	// read deadlines, which is how ctx interrupts a sleep.
-	s := &timerfdSleeper{ctx: ctx, fd: fd, f: os.NewFile(uintptr(fd), "shaper-timerfd")}
+	s := &timerfdSleeper{ctx: ctx, fd: fd, f: os.NewFile(uintptr(fd), "hrsleep-timerfd")}
 	s.stop = context.AfterFunc(ctx, func() { s.f.SetReadDeadline(time.Now()) })
 	return s
 }
 
-func (s *timerfdSleeper) sleep(ns int64) bool {
+func (s *timerfdSleeper) Sleep(ns int64) bool {
+	if ns <= 0 {
+		// A zero it_value would disarm the timerfd, and the read would
+		// wait forever.
+		return s.ctx.Err() == nil
+	}
 	if s.fallback != nil {
-		return s.fallback.sleep(ns)
+		return s.fallback.Sleep(ns)
 	}
 	// Relative to now: the runtime's monotonic clock is CLOCK_MONOTONIC
 	// and the caller read it before this call, so it never fires early.
@@ -57,14 +61,14 @@ func (s *timerfdSleeper) sleep(ns int64) bool {
 	if s.ctx.Err() != nil {
 		return false
 	}
-	s.fallback = newTimerSleeper(s.ctx)
-	return s.fallback.sleep(ns)
+	s.fallback = NewTimer(s.ctx)
+	return s.fallback.Sleep(ns)
 }
 
-func (s *timerfdSleeper) close() {
+func (s *timerfdSleeper) Close() {
 	s.stop()
 	s.f.Close()
 	if s.fallback != nil {
-		s.fallback.close()
+		s.fallback.Close()
 	}
 }

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package hrsleep
+
+import "context"
+
+// New returns a runtime timer: timerfds are Linux only.
+func New(ctx context.Context) Sleeper { return NewTimer(ctx) }

@@ -1,0 +1,100 @@
+package workload
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/runner/metrics"
+	"github.com/coordlab/scenario/stores"
+)
+
+var (
+	latenessFor = flag.Duration("lateness.for", 5*time.Second, "how long BenchmarkOpenLoopLateness runs each rate")
+	latenessHog = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkOpenLoopLateness, as a busy CI runner would")
+)
+
+// sleepyStore answers after d, as a store on loopback does in about a
+// millisecond, so that requests overlap and workers park and wake.
+type sleepyStore struct{ d time.Duration }
+
+func (s sleepyStore) Do(ctx context.Context, _ stores.Op) stores.Result {
+	t := time.NewTimer(s.d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return stores.Result{}
+}
+func (sleepyStore) Close() error { return nil }
+
+// startLag records how late each request was sent: Start - Intended.
+type startLag struct {
+	mu  sync.Mutex
+	lag []time.Duration
+}
+
+func (s *startLag) Record(x metrics.Sample) {
+	s.mu.Lock()
+	s.lag = append(s.lag, x.Start-x.Intended)
+	s.mu.Unlock()
+}
+
+// BenchmarkOpenLoopLateness runs the open loop at 100, 1,000 and 5,000
+// requests/s for -lateness.for against a store that answers in 1 ms, and
+// reports how late requests were sent: the share later than the late-start
+// threshold (1 ms) and the lag's p50, p99 and max. No store shares the
+// cores here, so this is the engine's own lateness; -lateness.hog N adds
+// N busy processes beside it.
+//
+//	go test ./runner/workload -run '^$' -bench OpenLoopLateness -benchtime 1x
+func BenchmarkOpenLoopLateness(b *testing.B) {
+	for range *latenessHog {
+		hog := exec.CommandContext(b.Context(), os.Args[0], "-test.run=^TestHog$", "-test.bench=^$")
+		hog.Env = append(os.Environ(), "SCENARIO_HOG=1")
+		if err := hog.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { hog.Process.Kill(); hog.Wait() }()
+	}
+	for _, rate := range []float64{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("rate=%.0f", rate), func(b *testing.B) {
+			spec := testSpec()
+			spec.Clients = 50
+			for b.Loop() {
+				lag := &startLag{}
+				e, err := New(spec, sleepyStore{time.Millisecond}, func() metrics.Sink { return lag }, time.Now())
+				if err != nil {
+					b.Fatal(err)
+				}
+				st, err := e.Run(b.Context(), openLoad(rate, rate, *latenessFor), e.now()+10*time.Millisecond)
+				if err != nil {
+					b.Fatal(err)
+				}
+				slices.Sort(lag.lag)
+				n := len(lag.lag)
+				b.ReportMetric(100*float64(st.LateStarts)/float64(max(st.Sent, 1)), "late-%")
+				b.ReportMetric(float64(lag.lag[n/2])/1e3, "lag-p50-µs")
+				b.ReportMetric(float64(lag.lag[n*99/100])/1e3, "lag-p99-µs")
+				b.ReportMetric(float64(lag.lag[n-1])/1e3, "lag-max-µs")
+			}
+		})
+	}
+}
+
+// TestHog is BenchmarkOpenLoopLateness's CPU hog: it spins until killed
+// when started as one, and is skipped otherwise.
+func TestHog(t *testing.T) {
+	if os.Getenv("SCENARIO_HOG") != "1" {
+		t.Skip("only a CPU hog for BenchmarkOpenLoopLateness (SCENARIO_HOG=1)")
+	}
+	for {
+	}
+}
