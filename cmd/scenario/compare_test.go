@@ -84,14 +84,7 @@ func TestCompare(t *testing.T) {
 	regression := func(metric string) *regexp.Regexp {
 		return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + ` .*REGRESSION$`)
 	}
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []*regexp.Regexp
-		stderr []*regexp.Regexp
-		absent []*regexp.Regexp // must not match stdout
-	}{
+	tests := []cliCase{
 		{name: "planted regressions", args: []string{"compare", compareBase, regressed}, code: exitCheckFailed,
 			stdout: []*regexp.Regexp{
 				regexp.MustCompile(`(?m)^metric +base +new +change +tolerance +verdict$`),
@@ -137,29 +130,7 @@ func TestCompare(t *testing.T) {
 			stderr: []*regexp.Regexp{regexp.MustCompile(`--only "phase\.steady\.\*" matches no metric of either run`)}},
 		{name: "one file", args: []string{"compare", compareBase}, code: exitInvalid},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := run(t, tt.args...)
-			if code != tt.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
-			}
-			for _, re := range tt.stdout {
-				if !re.MatchString(stdout) {
-					t.Errorf("stdout does not match %s:\n%s", re, stdout)
-				}
-			}
-			for _, re := range tt.absent {
-				if re.MatchString(stdout) {
-					t.Errorf("stdout matches %s:\n%s", re, stdout)
-				}
-			}
-			for _, re := range tt.stderr {
-				if !re.MatchString(stderr) {
-					t.Errorf("stderr does not match %s:\n%s", re, stderr)
-				}
-			}
-		})
-	}
+	runCLICases(t, tests)
 }
 
 func TestCompareJSON(t *testing.T) {
@@ -229,5 +200,43 @@ func TestCompareHelpListsDefaults(t *testing.T) {
 		if spec := r.Tolerance.String(); !strings.Contains(line+" ", " "+spec+" ") {
 			t.Errorf("--help gives %s a tolerance other than %s:\n%s", r.Pattern, spec, line)
 		}
+	}
+}
+
+// cliCase is one command line and what it must print and exit with.
+type cliCase struct {
+	name   string
+	args   []string
+	code   int
+	stdout []*regexp.Regexp
+	stderr []*regexp.Regexp
+	absent []*regexp.Regexp // must not match stdout
+}
+
+// runCLICases runs each case in-process as a subtest.
+func runCLICases(t *testing.T, tests []cliCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			for _, re := range tt.stdout {
+				if !re.MatchString(stdout) {
+					t.Errorf("stdout does not match %s:\n%s", re, stdout)
+				}
+			}
+			for _, re := range tt.absent {
+				if re.MatchString(stdout) {
+					t.Errorf("stdout matches %s:\n%s", re, stdout)
+				}
+			}
+			for _, re := range tt.stderr {
+				if !re.MatchString(stderr) {
+					t.Errorf("stderr does not match %s:\n%s", re, stderr)
+				}
+			}
+		})
 	}
 }

@@ -54,13 +54,7 @@ func TestCompareRepetitions(t *testing.T) {
 	slower := repeated(t, 1.2*0.99, 1.2*1.03, 1.2*0.97, 1.2*1.01, 1.2*1.0)
 	three := repeated(t, 1.2, 1.25, 1.22)
 	tight := []string{"--tolerance", "*.p99=+10%", "--tolerance", "*.throughput=-10%"}
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []*regexp.Regexp
-		stderr []*regexp.Regexp
-	}{
+	tests := []cliCase{
 		{name: "A/A passes", args: append([]string{"compare", base, again}, tight...), code: exitOK,
 			stdout: []*regexp.Regexp{
 				regexp.MustCompile(`(?m)^base: .*  5 repetitions  etcd 3\.5\.17$`),
@@ -85,24 +79,7 @@ func TestCompareRepetitions(t *testing.T) {
 		{name: "a bad alpha", args: []string{"compare", base, again, "--alpha", "1.5"}, code: exitInvalid,
 			stderr: []*regexp.Regexp{regexp.MustCompile(`--alpha 1\.5: write a significance level between 0 and 1`)}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := run(t, tt.args...)
-			if code != tt.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
-			}
-			for _, re := range tt.stdout {
-				if !re.MatchString(stdout) {
-					t.Errorf("stdout does not match %s:\n%s", re, stdout)
-				}
-			}
-			for _, re := range tt.stderr {
-				if !re.MatchString(stderr) {
-					t.Errorf("stderr does not match %s:\n%s", re, stderr)
-				}
-			}
-		})
-	}
+	runCLICases(t, tests)
 
 	t.Run("--json carries n, the interval and p", func(t *testing.T) {
 		code, stdout, stderr := run(t, append([]string{"compare", "--json", base, slower}, tight...)...)
@@ -152,13 +129,7 @@ func TestCompareRepetitions(t *testing.T) {
 func TestNoiseOfSavedRuns(t *testing.T) {
 	five := repeated(t, 0.96, 1.01, 0.98, 1.04, 1.0)
 	single := filepath.Join(repeated(t, 1), "rep-1")
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []*regexp.Regexp
-		stderr []*regexp.Regexp
-	}{
+	tests := []cliCase{
 		{name: "five repetitions", args: []string{"noise", five}, code: exitOK,
 			stdout: []*regexp.Regexp{
 				regexp.MustCompile(`(?m)^noise: .*results\.json  etcd-leader-failover\.hcl  5 repetitions  etcd 3\.5\.17$`),
@@ -178,24 +149,7 @@ func TestNoiseOfSavedRuns(t *testing.T) {
 		{name: "report of an aggregate points at the repetitions", args: []string{"report", five}, code: exitInvalid,
 			stderr: []*regexp.Regexp{regexp.MustCompile(`is the aggregate of 5 repetitions, which has no page of its own: .*scenario report .*rep-1`)}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := run(t, tt.args...)
-			if code != tt.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
-			}
-			for _, re := range tt.stdout {
-				if !re.MatchString(stdout) {
-					t.Errorf("stdout does not match %s:\n%s", re, stdout)
-				}
-			}
-			for _, re := range tt.stderr {
-				if !re.MatchString(stderr) {
-					t.Errorf("stderr does not match %s:\n%s", re, stderr)
-				}
-			}
-		})
-	}
+	runCLICases(t, tests)
 }
 
 // TestPlanAndValidateShowRepeat: a file's repeat is visible before a run,
