@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
@@ -243,7 +244,10 @@ func (c *clusterRun) preload(ctx context.Context) error {
 			}
 			return c.infra("", "preload", fmt.Errorf("workload %q: %w", w.Name, err))
 		}
-		c.log.Info("preload done", "workload", w.Name, "keys", w.Keyspace, "took", time.Since(start))
+		took := time.Since(start)
+		c.log.Info("preload done", "workload", w.Name, "keys", w.Keyspace, "took", took)
+		c.preloads = append(c.preloads, results.Preload{Workload: w.Name, Keys: w.Keyspace,
+			Bytes: w.Keyspace * int64(w.KeySize+w.ValueSize), DurationMS: results.MS(took), KeysPerS: float64(w.Keyspace) / took.Seconds()})
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,25 +99,12 @@ func checkGeoLatency(t *testing.T, res *results.Results, phaseName string) {
 		t.Fatalf("backend %v: the run did not use the fabric", res.Backend)
 	}
 	p := phase(t, res, phaseName)
-	// The leader in office over the phase: the last change before its end.
-	var leader int
-	for _, o := range res.Leader {
-		if o.AtMS >= p.StartMS+p.DurationMS {
-			break
+	leader, ok := leaderOver(res.Leader, p.StartMS, p.StartMS+p.DurationMS)
+	if !ok {
+		if !slices.ContainsFunc(res.Leader, func(o results.LeaderObservation) bool { return o.Leader != 0 }) {
+			t.Fatal("no leader observed")
 		}
-		if o.AtMS <= p.StartMS {
-			leader = o.Leader
-			continue
-		}
-		if o.Leader != 0 {
-			if leader != 0 && o.Leader != leader {
-				t.Skipf("leader changed during the phase (%d -> %d): no single expectation", leader, o.Leader)
-			}
-			leader = o.Leader
-		}
-	}
-	if leader == 0 {
-		t.Fatal("no leader observed")
+		t.Skipf("no single leader over the phase (%+v): no single expectation", res.Leader)
 	}
 	nearest := 1e9
 	for f := 1; f <= 3; f++ {

@@ -64,14 +64,15 @@ type recovery struct {
 	cutShare   float64   // throughput during the cut (its first 2 s left out) / before
 	firstServe float64   // s from the heal to the first answer of a healed member; -1: none
 	allServe   float64   // s from the heal until every healed member had answered; -1: not all did
-	to90       float64   // s from the heal to the first second at 90% of before's throughput
+	to90       float64   // s from the heal to the first second at 90% of the level it settled at
+	settled    float64   // the after phase's throughput over its last 10 s (median of seconds) / before
 	raftActive float64   // s from the heal to the last sign of a member still cut off in the logs
 	afterHeal  []float64 // throughput in each whole second after the heal, as a share of before's
 }
 
 func (r recovery) String() string {
-	return fmt.Sprintf("cut %.0f%% of before; after the heal: a healed member answers after %.1f s, all of them after %.1f s, 90%% throughput after %.1f s, raft whole after %.1f s",
-		100*r.cutShare, r.firstServe, r.allServe, r.to90, r.raftActive)
+	return fmt.Sprintf("cut %.0f%% of before; after the heal: a healed member answers after %.1f s, all of them after %.1f s, 90%% of the settled throughput (%.0f%% of before) after %.1f s, raft whole after %.1f s",
+		100*r.cutShare, r.firstServe, r.allServe, 100*r.settled, r.to90, r.raftActive)
 }
 
 // cutOffSign reports whether an etcd log message shows raft not yet whole:
@@ -124,10 +125,24 @@ func measureRecovery(t *testing.T, res *results.Results, logs string) recovery {
 	if f.TimeToServeMS != nil {
 		r.allServe = *f.TimeToServeMS / 1000
 	}
+	var afterHeal []float64
 	for s := int(math.Ceil(heal)); s < int(heal+after.DurationMS/1000); s++ {
+		afterHeal = append(afterHeal, perSecond[s])
 		r.afterHeal = append(r.afterHeal, math.Round(100*perSecond[s]/base)/100)
-		if r.to90 < 0 && perSecond[s] >= 0.9*base {
-			r.to90 = float64(s) - heal
+	}
+	// Recovery is measured against the level the run settles at, not
+	// before's: on a 2-core machine under the race detector a run's
+	// throughput drifts by up to a third between its first and last
+	// phase, either way (a CI run measured 0.7 and 1.3 of before, steady
+	// for the last 15 s, on the two backends of one test).
+	settled := slices.Clone(afterHeal[max(len(afterHeal)-10, 0):])
+	slices.Sort(settled)
+	level := settled[len(settled)/2]
+	r.settled = level / base
+	for i, ops := range afterHeal {
+		if ops >= 0.9*level {
+			r.to90 = float64(int(math.Ceil(heal))+i) - heal
+			break
 		}
 	}
 	healAt := res.Started.Add(time.Duration(after.StartMS * float64(time.Millisecond)))
@@ -206,6 +221,17 @@ func TestPartitionMatchesKernel(t *testing.T) {
 			// gRPC's jittered backoff falls: recovery is at once or past
 			// the phase, on either backend (README). Only a drop's is
 			// compared.
+			// A run that never recovers settles low: hold both to half of
+			// before's throughput, which drift alone has not come near
+			// (after a reject, see below, settling may come past the phase).
+			for _, r := range []struct {
+				name string
+				rec  recovery
+			}{{"shaper", shaped}, {"kernel", kernel}} {
+				if mode == plan.PartitionDrop && r.rec.settled < 0.5 {
+					t.Errorf("%s: throughput settled at %.0f%% of before's after the heal; by second: %v", r.name, 100*r.rec.settled, r.rec.afterHeal)
+				}
+			}
 			if mode == plan.PartitionDrop && (shaped.to90 < 0 || kernel.to90 < 0 || math.Abs(shaped.to90-kernel.to90) > to90Tol) {
 				t.Errorf("back to 90%%: shaper %.1f s, kernel %.1f s after the heal; throughput by second after the heal, as a share of before's: shaper %v, kernel %v",
 					shaped.to90, kernel.to90, shaped.afterHeal, kernel.afterHeal)

@@ -153,7 +153,11 @@ func (c *clusterRun) startPlay() error {
 			return c.infra("", "startup", fmt.Errorf("server metrics: %w", err))
 		}
 		c.scraper = sc
-		c.server = servermetrics.New(sc, c.drv.ServerMetrics, len(c.eps), c.x.base, c.log)
+		var cuts []time.Duration // the windows serverResults asks for end at these
+		for _, p := range c.plan.Phases {
+			cuts = append(cuts, p.Start.D(), p.End().D())
+		}
+		c.server = servermetrics.New(sc, c.drv.ServerMetrics, len(c.eps), c.x.base, cuts, c.log)
 	}
 	c.engines = map[string]loadRunner{}
 	if k, ok := c.prov.(*kubeProvider); ok {
@@ -387,6 +391,7 @@ func (c *clusterRun) describe(res *results.Results, finished time.Time) {
 	for _, w := range c.plan.Workloads {
 		res.Clients[w.Name] = c.drv.ClientSettings(w.Client)
 	}
+	res.Preloads = c.preloads
 	if res.Notes == nil {
 		res.Notes = map[string]string{}
 	}

@@ -199,10 +199,12 @@ type clusterRun struct {
 	// times offsets from the run's epoch.
 	preloadMu sync.Mutex
 	preloaded map[string][]workload.HistoryOp
-	remotes   []*remoteWorker // load workers away from the runner (kubernetes)
-	poller    stores.Poller
-	faults    *faultDriver
-	rec       *checker.Recorder
+	// preloads is what each workload's preload cost, for the results.
+	preloads []results.Preload
+	remotes  []*remoteWorker // load workers away from the runner (kubernetes)
+	poller   stores.Poller
+	faults   *faultDriver
+	rec      *checker.Recorder
 
 	mu     sync.Mutex
 	notes  map[string]string

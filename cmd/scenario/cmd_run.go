@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,7 @@ type runFlags struct {
 	overwrite                                            bool
 	network                                              string
 	repeat                                               int
+	cpuProfile                                           string
 }
 
 // kubeClusterFlags declares the flags that choose a Kubernetes cluster and
@@ -106,6 +108,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace the results of an earlier run in --out (refused otherwise)")
 	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (userspace, shapes and cuts) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the runner itself (load generation, shaping, measurement) to this file, for 'go tool pprof'")
 	fl.IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("run the scenario N times (1 to %d), each on a fresh cluster, into rep-1 ... rep-N beside an aggregate results.json (default the file's repeat, else 1 for run and 5 for noise)", dsl.MaxRepeat))
 }
 
@@ -157,6 +160,13 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer,
 	build, err := loadScenario(cmd, path, &f.vars)
 	if err != nil {
 		return nil, err
+	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return nil, &exitError{code: exitInvalid, err: err}
+		}
+		defer stop()
 	}
 	reps := defaultRepeat
 	switch {
@@ -407,4 +417,21 @@ func writeRepetitionsJUnit(pr *pointRuns) error {
 		return fmt.Errorf("write the repetitions' JUnit report: %w", err)
 	}
 	return nil
+}
+
+// startCPUProfile profiles the runner's own CPU into path until stop. The
+// stores run in other processes: their CPU is in the results' resources.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -77,6 +77,10 @@ type Results struct {
 	// "runner"): the load generator, the in-process shaper and the
 	// checkers, which share the machine with the nodes.
 	Runner *NodeResources `json:"runner,omitempty"`
+	// Preloads says what writing each workload's keys before the first
+	// phase cost: the preload is not measured as load, but on a large
+	// keyspace it is most of a run's time.
+	Preloads []Preload `json:"preloads,omitempty"`
 	// Correctness holds the history checker's verdict, when one ran.
 	Correctness *Correctness `json:"correctness,omitempty"`
 	// Registries holds each registry workload's own figures and its
@@ -512,6 +516,16 @@ type Correctness struct {
 	Visualization string `json:"visualization,omitempty"`
 	// Detail explains the verdict in a sentence.
 	Detail string `json:"detail,omitempty"`
+}
+
+// Preload is one workload's preload: every key of its keyspace written
+// once before the first phase.
+type Preload struct {
+	Workload   string  `json:"workload"`
+	Keys       int64   `json:"keys"`
+	Bytes      int64   `json:"bytes"` // keys and values written
+	DurationMS float64 `json:"duration_ms"`
+	KeysPerS   float64 `json:"keys_per_s"`
 }
 
 // Registry is what one registry workload measured besides its operations

@@ -30,6 +30,7 @@ func WriteSummary(w io.Writer, r *Results, color bool) error {
 	sw := &summaryWriter{w: w, color: color}
 	sw.header(r)
 	sw.clients(r)
+	sw.preloads(r)
 	if len(r.Clusters) == 0 {
 		sw.table(r.Phases)
 	}
@@ -428,6 +429,12 @@ func workloadOps(r *Results, name string) map[string]*OpStats {
 func (s *summaryWriter) clients(r *Results) {
 	for _, w := range sortedKeys(r.Clients) {
 		s.printf("clients of %s: %s\n", w, ClientText(r.Clients[w]))
+	}
+}
+
+func (s *summaryWriter) preloads(r *Results) {
+	for _, p := range r.Preloads {
+		s.printf("preload of %s: %d keys (%.0f MiB of keys and values) in %s, %.0f keys/s\n", p.Workload, p.Keys, float64(p.Bytes)/(1<<20), fmtDuration(p.DurationMS), p.KeysPerS)
 	}
 }
 

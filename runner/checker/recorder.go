@@ -9,6 +9,8 @@
 package checker
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/coordlab/scenario/plan"
@@ -31,6 +33,11 @@ type Recorder struct {
 	excluded map[string]bool
 	history  []Entry
 	skipped  int64
+	// maxOps bounds the history (Bound); shed keys left the sample to
+	// keep it there, and shedOps of their operations went with them.
+	maxOps  int
+	shed    map[string]bool
+	shedOps int64
 	// A hash sample (NewSampledRecorder) keeps keys whose hash modulo
 	// buckets is below inSample; buckets 0 means no hash sample.
 	buckets, inSample uint64
@@ -43,7 +50,7 @@ type Recorder struct {
 // every operation on a sampled key is still kept: a partial history of one
 // key could not be checked at all.
 func NewRecorder(sampleKeys int) *Recorder {
-	return &Recorder{limit: sampleKeys, sampled: map[string]bool{}, excluded: map[string]bool{}}
+	return &Recorder{limit: sampleKeys, sampled: map[string]bool{}, excluded: map[string]bool{}, shed: map[string]bool{}}
 }
 
 // NewSampledRecorder returns a recorder that keeps the operations on about
@@ -110,7 +117,7 @@ func (r *Recorder) Record(workloadName string, op workload.HistoryOp) {
 		return
 	}
 	if !r.sampled[op.Key] {
-		if r.limit > 0 && len(r.sampled) >= r.limit {
+		if r.shed[op.Key] || r.limit > 0 && len(r.sampled) >= r.limit {
 			return
 		}
 		r.sampled[op.Key] = true
@@ -118,6 +125,53 @@ func (r *Recorder) Record(workloadName string, op workload.HistoryOp) {
 	// HistoryOp.Value may share memory with the caller's buffers.
 	op.Value = append([]byte(nil), op.Value...)
 	r.history = append(r.history, Entry{Workload: workloadName, HistoryOp: op})
+	if r.maxOps > 0 && len(r.history) > r.maxOps {
+		r.shedHalf()
+	}
+}
+
+// Bound keeps the history at no more than maxOps operations (0: no
+// bound), so that a long run's recorder does not grow with its length.
+// Each time the bound is reached, half of the sampled keys leave the
+// sample with every operation recorded on them, and later operations on
+// them are not recorded: a key's history is kept whole or not at all,
+// because part of one cannot be checked. A long run checks fewer keys,
+// each from its first operation to its last.
+func (r *Recorder) Bound(maxOps int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.maxOps = maxOps
+}
+
+// shedHalf drops every second sampled key in key order and compacts the
+// history in place; the caller holds r.mu. Amortised over the maxOps/2
+// operations recorded before the next call, it costs O(1) per operation.
+func (r *Recorder) shedHalf() {
+	keys := slices.Sorted(maps.Keys(r.sampled))
+	for i, k := range keys {
+		if i%2 == 1 || len(keys) == 1 { // one key past the bound by itself goes too
+			r.shed[k] = true
+			delete(r.sampled, k)
+		}
+	}
+	kept := r.history[:0]
+	for _, e := range r.history {
+		if r.shed[e.Key] {
+			r.shedOps++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(r.history[len(kept):]) // let the shed values go
+	r.history = kept
+}
+
+// Shed reports how many keys left the sample to keep the history within
+// its bound, and how many of their recorded operations went with them.
+func (r *Recorder) Shed() (keys int, ops int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.shed), r.shedOps
 }
 
 // History returns a copy of the recorded operations in the order they were

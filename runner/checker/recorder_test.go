@@ -177,3 +177,55 @@ func TestFNV64aMatchesHashFNV(t *testing.T) {
 		t.Errorf("fnv64a allocates %v times", n)
 	}
 }
+
+func TestBoundedRecorderKeepsWholeKeys(t *testing.T) {
+	tests := []struct {
+		name            string
+		keys, perKey    int
+		maxOps          int
+		wantMaxHistory  int
+		wantSomeKept    bool
+		wantSomeShedOps bool
+	}{
+		{name: "under the bound", keys: 10, perKey: 10, maxOps: 1000, wantMaxHistory: 100, wantSomeKept: true},
+		{name: "many keys past it", keys: 64, perKey: 50, maxOps: 400, wantMaxHistory: 400, wantSomeKept: true, wantSomeShedOps: true},
+		{name: "one key past it", keys: 1, perKey: 50, maxOps: 20, wantMaxHistory: 20, wantSomeShedOps: true},
+		{name: "no bound", keys: 64, perKey: 50, maxOps: 0, wantMaxHistory: 64 * 50, wantSomeKept: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRecorder(0)
+			r.Bound(tt.maxOps)
+			// Interleaved, as a run's clients send them: op i of every key
+			// before op i+1 of any.
+			for i := range tt.perKey {
+				for k := range tt.keys {
+					r.Record("w", put(k, "v", i, i+1).on(fmt.Sprint("key-", k)).HistoryOp)
+				}
+			}
+			h := r.History()
+			if len(h) > tt.wantMaxHistory {
+				t.Errorf("history holds %d operations, want at most %d", len(h), tt.wantMaxHistory)
+			}
+			perKey := map[string]int{}
+			for _, e := range h {
+				perKey[e.Key]++
+			}
+			for k, n := range perKey {
+				if n != tt.perKey {
+					t.Errorf("key %s kept %d of its %d operations: a key is kept whole or not at all", k, n, tt.perKey)
+				}
+			}
+			if (len(perKey) > 0) != tt.wantSomeKept {
+				t.Errorf("%d keys kept whole; want some: %v", len(perKey), tt.wantSomeKept)
+			}
+			keys, ops := r.Shed()
+			if (ops > 0) != tt.wantSomeShedOps || keys+len(perKey) != tt.keys {
+				t.Errorf("shed %d keys (%d operations), kept %d, of %d keys", keys, ops, len(perKey), tt.keys)
+			}
+			if int64(len(h))+ops > int64(tt.keys*tt.perKey) {
+				t.Errorf("%d kept + %d shed operations is more than the %d recorded", len(h), ops, tt.keys*tt.perKey)
+			}
+		})
+	}
+}

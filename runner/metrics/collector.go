@@ -16,9 +16,9 @@ import (
 )
 
 const (
-	// lateStart is how far behind its intended time an open-loop op may be
-	// sent before it counts as a late start.
-	lateStart = time.Millisecond
+	// LateStart is how far behind its intended time an open-loop op may be
+	// sent before it counts as a late start, here and in the load engine.
+	LateStart = time.Millisecond
 	// sealDelay is how long after a second ends it is sealed (its
 	// percentiles fixed and its interval histogram logged). Workers record
 	// an op right after it returns, so a second is complete well within
@@ -241,7 +241,7 @@ func (c *Collector) add(s *Sample) {
 			cl.errs++
 			cl.byClass[ci]++
 		}
-		if s.Start-s.Intended > lateStart {
+		if s.Start-s.Intended > LateStart {
 			cl.late++
 		}
 		if s.Write {

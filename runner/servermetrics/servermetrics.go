@@ -24,32 +24,56 @@ import (
 	"github.com/coordlab/scenario/stores"
 )
 
-// Recorder scrapes every node and keeps the snapshots. Safe for concurrent
-// use.
+// Recorder scrapes every node and keeps, per node, the steps between its
+// consecutive snapshots. Safe for concurrent use.
+//
+// A run scrapes every node every second, and a snapshot with its
+// histograms is a few kilobytes: kept whole, an hour would hold tens of
+// megabytes. Steps that fall between the same two cut points (the phase
+// boundaries) are merged as they come, so the memory is bounded by the
+// phases, not the run's length, and a window from one cut point to another
+// is still exact.
 type Recorder struct {
 	scraper stores.MetricScraper
 	metrics []stores.ServerMetric
 	nodes   int
 	base    time.Time
+	cuts    []time.Duration // sorted
 	log     *slog.Logger
 
 	mu    sync.Mutex
-	snaps [][]snap // per node, in time order
+	prev  []map[string]stores.MetricValue // per node: its last snapshot's values
+	steps [][]step                        // per node, in time order
 	errs  int
 }
 
-type snap struct {
-	at     time.Duration // from base
-	values map[string]stores.MetricValue
+// step is what one node's metrics did between two snapshots, or over
+// several consecutive ones merged: increases for counters, summaries and
+// histograms, levels for gauges.
+type step struct {
+	at  time.Duration // the last snapshot's offset from base
+	inc map[string]*increase
+}
+
+type increase struct {
+	counted    bool // an increase was measured (counters, summaries, histograms)
+	delta      float64
+	sum, count float64
+	buckets    map[float64]float64 // upper bound -> observations
+	leveled    bool                // a gauge level was read
+	max, last  float64
 }
 
 // New returns a recorder of nodes nodes (1..nodes) whose offsets count from
-// base.
-func New(scraper stores.MetricScraper, metrics []stores.ServerMetric, nodes int, base time.Time, log *slog.Logger) *Recorder {
+// base. Windows asked of it should start and end at cuts (the phase
+// boundaries), between which it merges what it keeps; with no cuts it
+// keeps every step and any window is exact.
+func New(scraper stores.MetricScraper, metrics []stores.ServerMetric, nodes int, base time.Time, cuts []time.Duration, log *slog.Logger) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{scraper: scraper, metrics: metrics, nodes: nodes, base: base, log: log, snaps: make([][]snap, nodes)}
+	return &Recorder{scraper: scraper, metrics: metrics, nodes: nodes, base: base, cuts: slices.Sorted(slices.Values(cuts)), log: log,
+		prev: make([]map[string]stores.MetricValue, nodes), steps: make([][]step, nodes)}
 }
 
 // Run scrapes every node every interval until ctx ends, and once more
@@ -87,22 +111,131 @@ func (r *Recorder) ScrapeAll(ctx context.Context, timeout time.Duration) {
 				r.log.Debug("scrape server metrics", "node", n+1, "err", err)
 				return
 			}
-			r.snaps[n] = append(r.snaps[n], snap{at: s.At.Sub(r.base), values: s.Values})
+			r.add(n, s.At.Sub(r.base), s.Values)
 		})
 	}
 	wg.Wait()
 }
 
+// add takes node n's snapshot at offset at; r.mu is held. Snapshots of a
+// node come in time order.
+func (r *Recorder) add(n int, at time.Duration, values map[string]stores.MetricValue) {
+	st := step{at: at, inc: map[string]*increase{}}
+	prev := r.prev[n]
+	if prev == nil {
+		prev = map[string]stores.MetricValue{}
+		r.prev[n] = prev
+	}
+	for _, m := range r.metrics {
+		v, ok := values[m.Name]
+		if !ok {
+			continue
+		}
+		in := &increase{}
+		if m.Kind == stores.MetricGauge {
+			in.leveled, in.max, in.last = true, v.Value, v.Value
+			st.inc[m.Name] = in
+		} else if p, ok := prev[m.Name]; ok {
+			in.counted = true
+			in.add(m, p, v)
+			st.inc[m.Name] = in
+		}
+		prev[m.Name] = v
+	}
+	steps := r.steps[n]
+	if k := len(steps) - 1; k >= 0 && len(r.cuts) > 0 && r.interval(steps[k].at) == r.interval(at) {
+		steps[k].merge(st)
+		return
+	}
+	r.steps[n] = append(steps, st)
+}
+
+// interval numbers the stretches between cut points: offsets in the same
+// one fall in the same windows (start, end] whose ends are cut points.
+func (r *Recorder) interval(at time.Duration) int {
+	i, _ := slices.BinarySearch(r.cuts, at)
+	return i
+}
+
+// merge folds the later step o into s.
+func (s *step) merge(o step) {
+	s.at = o.at
+	for name, oi := range o.inc {
+		si, ok := s.inc[name]
+		if !ok {
+			s.inc[name] = oi
+			continue
+		}
+		if oi.counted {
+			si.counted = true
+			si.delta += oi.delta
+			si.sum += oi.sum
+			si.count += oi.count
+			for b, c := range oi.buckets {
+				if si.buckets == nil {
+					si.buckets = map[float64]float64{}
+				}
+				si.buckets[b] += c
+			}
+		}
+		if oi.leveled {
+			if !si.leveled || oi.max > si.max {
+				si.max = oi.max
+			}
+			si.leveled, si.last = true, oi.last
+		}
+	}
+}
+
+// add measures the increase from p to v into in.
+func (in *increase) add(m stores.ServerMetric, p, v stores.MetricValue) {
+	inc := func(before, after float64) float64 {
+		if after < before {
+			return after // the node restarted
+		}
+		return after - before
+	}
+	switch m.Kind {
+	case stores.MetricCounter:
+		in.delta = inc(p.Value, v.Value)
+	case stores.MetricSummary:
+		if v.Count < p.Count {
+			in.sum, in.count = v.Sum, v.Count
+			return
+		}
+		in.sum, in.count = v.Sum-p.Sum, v.Count-p.Count
+	case stores.MetricHistogram:
+		restarted := v.Count < p.Count
+		if restarted {
+			in.sum, in.count = v.Sum, v.Count
+		} else {
+			in.sum, in.count = v.Sum-p.Sum, v.Count-p.Count
+		}
+		before := map[float64]float64{}
+		if !restarted {
+			for _, b := range p.Buckets {
+				before[b.UpperBound] = b.Count
+			}
+		}
+		in.buckets = make(map[float64]float64, len(v.Buckets))
+		for _, b := range v.Buckets {
+			in.buckets[b.UpperBound] = max(0, b.Count-before[b.UpperBound])
+		}
+	}
+}
+
 // Window reduces what the nodes reported between start and end (offsets
-// from base) to one figure per stat of every metric some node reported.
+// from base) to one figure per stat of every metric some node reported:
+// the increases of the steps that ended in (start, end], and the levels
+// read there.
 func (r *Recorder) Window(start, end time.Duration) map[string]results.ServerStat {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]results.ServerStat{}
 	for _, m := range r.metrics {
 		var acc accumulator
-		for _, ss := range r.snaps {
-			acc.node(m, ss, start, end)
+		for _, steps := range r.steps {
+			acc.node(m, steps, start, end)
 		}
 		if st, ok := acc.stat(m, end-start); ok {
 			out[m.Name] = st
@@ -120,79 +253,41 @@ type accumulator struct {
 	max, total float64
 }
 
-// node adds one node's part: the increases between consecutive snapshots
-// whose later one falls in (start, end], or for a gauge its levels there.
-func (a *accumulator) node(m stores.ServerMetric, ss []snap, start, end time.Duration) {
-	var prev *stores.MetricValue
-	var last *stores.MetricValue
+// node adds one node's part: its steps that ended in (start, end].
+func (a *accumulator) node(m stores.ServerMetric, steps []step, start, end time.Duration) {
 	if m.EveryMember {
 		// Each member counted the same events: the phase's increase is
 		// the largest one member saw, not their sum.
 		before := a.delta
 		defer func() { a.delta = max(before, a.delta-before) }()
 	}
-	for i := range ss {
-		v, ok := ss[i].values[m.Name]
-		if !ok {
+	var last *increase
+	for _, st := range steps {
+		in, ok := st.inc[m.Name]
+		if !ok || st.at <= start || st.at > end {
 			continue
 		}
-		in := ss[i].at > start && ss[i].at <= end
-		if m.Kind == stores.MetricGauge {
-			if in {
-				if !a.seen || v.Value > a.max {
-					a.max = v.Value
-				}
-				a.seen, last = true, &v
+		if in.leveled {
+			if !a.seen || in.max > a.max {
+				a.max = in.max
 			}
-			continue
+			a.seen, last = true, in
 		}
-		if prev != nil && in {
+		if in.counted {
 			a.seen = true
-			a.add(m, *prev, v)
+			a.delta += in.delta
+			a.sum += in.sum
+			a.count += in.count
+			for b, c := range in.buckets {
+				if a.buckets == nil {
+					a.buckets = map[float64]float64{}
+				}
+				a.buckets[b] += c
+			}
 		}
-		prev = &v
 	}
 	if last != nil {
-		a.total += last.Value
-	}
-}
-
-// add takes the increase from p to v.
-func (a *accumulator) add(m stores.ServerMetric, p, v stores.MetricValue) {
-	inc := func(before, after float64) float64 {
-		if after < before {
-			return after // the node restarted
-		}
-		return after - before
-	}
-	switch m.Kind {
-	case stores.MetricCounter:
-		a.delta += inc(p.Value, v.Value)
-	case stores.MetricSummary:
-		if v.Count < p.Count {
-			a.sum, a.count = a.sum+v.Sum, a.count+v.Count
-			return
-		}
-		a.sum, a.count = a.sum+v.Sum-p.Sum, a.count+v.Count-p.Count
-	case stores.MetricHistogram:
-		restarted := v.Count < p.Count
-		if restarted {
-			a.sum, a.count = a.sum+v.Sum, a.count+v.Count
-		} else {
-			a.sum, a.count = a.sum+v.Sum-p.Sum, a.count+v.Count-p.Count
-		}
-		if a.buckets == nil {
-			a.buckets = map[float64]float64{}
-		}
-		before := map[float64]float64{}
-		if !restarted {
-			for _, b := range p.Buckets {
-				before[b.UpperBound] = b.Count
-			}
-		}
-		for _, b := range v.Buckets {
-			a.buckets[b.UpperBound] += max(0, b.Count-before[b.UpperBound])
-		}
+		a.total += last.last
 	}
 }
 

@@ -26,27 +26,58 @@ func hist(n, m, k float64) stores.MetricValue {
 	}}
 }
 
-func snapOf(at time.Duration, h stores.MetricValue, commitSum, commitCount, failed, watchers float64) snap {
-	return snap{at: at, values: map[string]stores.MetricValue{
+// snapshot is one scrape of one node, for the tests to feed a Recorder.
+type snapshot struct {
+	at     time.Duration
+	values map[string]stores.MetricValue
+}
+
+func snapOf(at time.Duration, h stores.MetricValue, commitSum, commitCount, failed, watchers float64) snapshot {
+	return snapshot{at: at, values: map[string]stores.MetricValue{
 		"fsync": h, "commit": {Sum: commitSum, Count: commitCount},
 		"failed": {Value: failed}, "watchers": {Value: watchers},
 	}}
 }
 
+// feed gives r every node's snapshots, in time order.
+func feed(r *Recorder, nodes ...[]snapshot) {
+	for n, snaps := range nodes {
+		for _, s := range snaps {
+			r.add(n, s.at, s.values)
+		}
+	}
+}
+
 func TestWindow(t *testing.T) {
 	s := time.Second
-	r := New(nil, testMetrics, 2, time.Time{}, nil)
-	r.snaps[0] = []snap{
+	node1 := []snapshot{
 		snapOf(0, hist(0, 0, 0), 0, 0, 0, 10),
 		snapOf(1*s, hist(100, 0, 0), 100, 100, 1, 20),
 		snapOf(2*s, hist(190, 0, 10), 300, 200, 3, 30), // phase 2 starts after 1 s
 		// the node restarted: its counts start again
 		snapOf(3*s, hist(5, 5, 0), 20, 10, 1, 5),
 	}
-	r.snaps[1] = []snap{
+	node2 := []snapshot{
 		snapOf(0, hist(0, 0, 0), 0, 0, 0, 1),
 		snapOf(2*s, hist(0, 100, 0), 50, 10, 0, 2),
 	}
+	for _, tc := range []struct {
+		name string
+		cuts []time.Duration
+	}{
+		{"every step kept", nil},
+		{"steps merged between the windows' ends", []time.Duration{0, s, 3 * s}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := New(nil, testMetrics, 2, time.Time{}, tc.cuts, nil)
+			feed(r, node1, node2)
+			checkWindows(t, r)
+		})
+	}
+}
+
+func checkWindows(t *testing.T, r *Recorder) {
+	s := time.Second
 	first := r.Window(0, s)
 	if got := first["fsync"].Values; got["count"] != 100 || got["p99"] > 2 || got["mean"] != 1 {
 		t.Errorf("first second's fsync %v; want 100 observations at 1 ms", got)
@@ -109,7 +140,7 @@ func (f *fakeScraper) Close() error { return nil }
 
 func TestRun(t *testing.T) {
 	base := time.Now()
-	r := New(&fakeScraper{}, testMetrics, 2, base, nil)
+	r := New(&fakeScraper{}, testMetrics, 2, base, nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
 	defer cancel()
 	r.Run(ctx, 20*time.Millisecond)
@@ -125,14 +156,35 @@ func TestRun(t *testing.T) {
 func TestWindowEveryMember(t *testing.T) {
 	s := time.Second
 	seenBy := []stores.ServerMetric{{Name: "leader_changes", Kind: stores.MetricCounter, Unit: stores.UnitCount, EveryMember: true}}
-	r := New(nil, seenBy, 3, time.Time{}, nil)
+	r := New(nil, seenBy, 3, time.Time{}, nil, nil)
 	for n, counts := range [][]float64{{1, 2}, {1, 2}, {0, 1}} {
 		for i, c := range counts {
-			r.snaps[n] = append(r.snaps[n], snap{at: time.Duration(i) * s, values: map[string]stores.MetricValue{"leader_changes": {Value: c}}})
+			r.add(n, time.Duration(i)*s, map[string]stores.MetricValue{"leader_changes": {Value: c}})
 		}
 	}
 	// One election, seen by all three members: one change, not three.
 	if got := r.Window(0, 2*s)["leader_changes"].Values["delta"]; got != 1 {
 		t.Errorf("leader changes %v, want 1", got)
+	}
+}
+
+func TestStepsMergeBetweenCuts(t *testing.T) {
+	s := time.Second
+	r := New(nil, testMetrics, 1, time.Time{}, []time.Duration{0, 10 * s, 20 * s}, nil)
+	for i := range 2000 { // a scrape every 10 ms for 20 s
+		at := time.Duration(i) * 10 * time.Millisecond
+		r.add(0, at, snapOf(at, hist(float64(i), 0, 0), float64(i), float64(i), float64(i), float64(i%7)).values)
+	}
+	if n := len(r.steps[0]); n > 3 {
+		t.Errorf("%d steps kept for 3 intervals between cuts; want them merged", n)
+	}
+	if got := r.Window(0, 10*s)["failed"].Values["delta"]; got != 1000 {
+		t.Errorf("failures in the first 10 s: %v, want 1000", got)
+	}
+	if got := r.Window(10*s, 20*s)["fsync"].Values["count"]; got != 999 {
+		t.Errorf("fsyncs in the second 10 s: %v, want 999 (the last scrape is at 19.99 s)", got)
+	}
+	if g := r.Window(0, 20*s)["watchers"].Values; g["max"] != 6 || g["total"] != float64(1999%7) {
+		t.Errorf("watchers %v; want max 6 and the last level %d", g, 1999%7)
 	}
 }

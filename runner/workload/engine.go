@@ -21,8 +21,9 @@ const DefaultTimeout = 5 * time.Second
 // DefaultLateThreshold is how far after its due time an open-loop request may
 // be sent before it counts as a late start. Timer wake-ups on a busy machine
 // are routinely a few hundred microseconds late; that is not the store's
-// doing and should not trip a late_starts gate.
-const DefaultLateThreshold = time.Millisecond
+// doing and should not trip a late_starts gate. The collector counts late
+// starts by the same threshold.
+const DefaultLateThreshold = metrics.LateStart
 
 // HistoryOp is one operation as a history checker sees it: who sent what,
 // when it was invoked and when it returned (offsets from the engine's base),
@@ -167,9 +168,11 @@ func (e *Engine) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) 
 	if err := e.checkLoad(l); err != nil {
 		return Stats{}, err
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	if err := e.sleepUntil(ctx, timer, start); err != nil {
+	// One precise sleeper serves the whole Run: its start, a closed loop's
+	// steps and an open loop's arrivals.
+	sl := hrsleep.New(ctx)
+	defer sl.Close()
+	if err := e.sleepOn(ctx, sl, start); err != nil {
 		return Stats{}, fmt.Errorf("workload %q: waiting for the load to start: %w", e.spec.Name, err)
 	}
 	var (
@@ -177,9 +180,9 @@ func (e *Engine) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) 
 		err error
 	)
 	if l.Mode == plan.LoadClosed {
-		st, err = e.runClosed(ctx, timer, l, start)
+		st, err = e.runClosed(ctx, sl, l, start)
 	} else {
-		st, err = e.runOpen(ctx, timer, l, start)
+		st, err = e.runOpen(ctx, sl, l, start)
 	}
 	e.opts.log.Debug("load done", "workload", e.spec.Name, "mode", l.Mode, "sent", st.Sent, "failed", st.Failed,
 		"late_starts", st.LateStarts, "max_queue", st.MaxQueue, "workers", st.Workers)
@@ -214,29 +217,11 @@ func (e *Engine) checkLoad(l plan.LoadSpec) error {
 	return nil
 }
 
-// sleepUntil waits on t until offset at from base, or until ctx is done.
-func (e *Engine) sleepUntil(ctx context.Context, t *time.Timer, at time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	d := at - e.now()
-	if d <= 0 {
-		return nil
-	}
-	t.Reset(d)
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	}
-}
-
-// sleepOn is sleepUntil on a precise sleeper: the open loop's dispatcher
-// wakes on it for every arrival, and a runtime timer would wake it up to
-// about a millisecond late (hrsleep), which at a 1 ms late-start threshold
-// made a quarter of the requests late even at 100/s.
+// sleepOn waits on sl until offset at from base, or until ctx is done. The
+// sleeper is precise (hrsleep): the open loop's dispatcher wakes on it for
+// every arrival, and a runtime timer would wake it up to about a
+// millisecond late, which at a 1 ms late-start threshold made a quarter of
+// the requests late even at 100/s.
 func (e *Engine) sleepOn(ctx context.Context, sl hrsleep.Sleeper, at time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -311,7 +296,7 @@ func (w *worker) expire(intended time.Duration) {
 
 // runClosed walks ClientSteps, starting and stopping workers; each worker
 // sends back to back until told to stop or the load's end.
-func (e *Engine) runClosed(ctx context.Context, timer *time.Timer, l plan.LoadSpec, start time.Duration) (Stats, error) {
+func (e *Engine) runClosed(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadSpec, start time.Duration) (Stats, error) {
 	if l.ClientsFrom == 0 && l.ClientsTo == 0 {
 		l.ClientsFrom, l.ClientsTo = e.spec.Clients, e.spec.Clients
 	}
@@ -324,7 +309,7 @@ func (e *Engine) runClosed(ctx context.Context, timer *time.Timer, l plan.LoadSp
 		err    error
 	)
 	for _, step := range ClientSteps(l) {
-		if err = e.sleepUntil(ctx, timer, start+step.At); err != nil {
+		if err = e.sleepOn(ctx, sl, start+step.At); err != nil {
 			break
 		}
 		for len(active) < step.Clients {
@@ -352,7 +337,7 @@ func (e *Engine) runClosed(ctx context.Context, timer *time.Timer, l plan.LoadSp
 		}
 	}
 	if err == nil {
-		err = e.sleepUntil(ctx, timer, end)
+		err = e.sleepOn(ctx, sl, end)
 	}
 	for _, stop := range active {
 		close(stop)
@@ -377,7 +362,7 @@ func (e *Engine) finish(ws []*worker, st Stats) Stats {
 // until the next arrival is due, then releases every arrival due by now in
 // one step. It starts workers lazily, up to spec.Clients, only when an
 // arrival finds none free, like k6's maxVUs.
-func (e *Engine) runOpen(ctx context.Context, timer *time.Timer, l plan.LoadSpec, start time.Duration) (Stats, error) {
+func (e *Engine) runOpen(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadSpec, start time.Duration) (Stats, error) {
 	sched := Arrivals(l)
 	table := sched // workers' own copy: Next mutates sched
 	end := start + l.Duration.D()
@@ -408,8 +393,6 @@ func (e *Engine) runOpen(ctx context.Context, timer *time.Timer, l plan.LoadSpec
 			}
 		})
 	}
-	sl := hrsleep.New(ctx)
-	defer sl.Close()
 	for more {
 		if err = e.sleepOn(ctx, sl, start+next); err != nil {
 			break
@@ -435,9 +418,12 @@ func (e *Engine) runOpen(ctx context.Context, timer *time.Timer, l plan.LoadSpec
 	// when the last op sent could have timed out is expired rather than sent
 	// after the phase, where it would hammer the next phase with stale load.
 	q.close(false)
+	// The cutoff waits beside done, which a blocking sleeper cannot; its
+	// precision does not matter.
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	timer.Reset(max(end+e.timeout-e.now(), 0))
+	timer := time.NewTimer(max(end+e.timeout-e.now(), 0))
+	defer timer.Stop()
 	select {
 	case <-done:
 	case <-timer.C:
@@ -449,7 +435,7 @@ func (e *Engine) runOpen(ctx context.Context, timer *time.Timer, l plan.LoadSpec
 		<-done
 	}
 	if err == nil {
-		err = e.sleepUntil(ctx, timer, end)
+		err = e.sleepOn(ctx, sl, end)
 	}
 	st.MaxQueue = q.depth()
 	return e.finish(all, st), err
