@@ -232,7 +232,14 @@ func (c *clusterRun) preload(ctx context.Context) error {
 				c.preloadMu.Unlock()
 			}
 		}
-		eng, err := workload.New(w, c.clients[w.Name], discard, base, workload.WithLogger(c.log), workload.WithHistory(record))
+		tenth := int64(0) // a line per 10%: a million keys take minutes
+		progress := func(done, total int64) {
+			if t := done * 10 / total; t > tenth && done < total {
+				tenth = t
+				fmt.Fprintf(c.x.opts.Progress, "preloading %s: %d of %d keys (%d%%) after %s\n", w.Name, done, total, t*10, time.Since(base).Round(time.Second))
+			}
+		}
+		eng, err := workload.New(w, c.clients[w.Name], discard, base, workload.WithLogger(c.log), workload.WithHistory(record), workload.WithProgress(progress))
 		if err != nil {
 			return err
 		}

@@ -128,7 +128,9 @@ func (s *sink) Record(x Sample) {
 
 // NewSink returns a sink for one worker goroutine.
 func (c *Collector) NewSink() Sink {
-	s := &sink{buf: make([]Sample, 0, 256)}
+	// Small at first: a run of 10,000 clients has as many sinks, and each
+	// grows to what its worker records in a second, then keeps it.
+	s := &sink{buf: make([]Sample, 0, 8)}
 	c.sinksMu.Lock()
 	c.sinks = append(c.sinks, s)
 	c.sinksMu.Unlock()

@@ -56,12 +56,30 @@ type step struct {
 }
 
 type increase struct {
-	counted    bool // an increase was measured (counters, summaries, histograms)
+	counted   bool // an increase was measured (counters, summaries, histograms)
+	counts         // what it was
+	leveled   bool // a gauge level was read
+	max, last float64
+}
+
+// counts is how much counters, summaries and histograms grew.
+type counts struct {
 	delta      float64
 	sum, count float64
 	buckets    map[float64]float64 // upper bound -> observations
-	leveled    bool                // a gauge level was read
-	max, last  float64
+}
+
+// plus adds o's growth to c's.
+func (c *counts) plus(o counts) {
+	c.delta += o.delta
+	c.sum += o.sum
+	c.count += o.count
+	for b, n := range o.buckets {
+		if c.buckets == nil {
+			c.buckets = map[float64]float64{}
+		}
+		c.buckets[b] += n
+	}
 }
 
 // New returns a recorder of nodes nodes (1..nodes) whose offsets count from
@@ -168,15 +186,7 @@ func (s *step) merge(o step) {
 		}
 		if oi.counted {
 			si.counted = true
-			si.delta += oi.delta
-			si.sum += oi.sum
-			si.count += oi.count
-			for b, c := range oi.buckets {
-				if si.buckets == nil {
-					si.buckets = map[float64]float64{}
-				}
-				si.buckets[b] += c
-			}
+			si.plus(oi.counts)
 		}
 		if oi.leveled {
 			if !si.leveled || oi.max > si.max {
@@ -247,9 +257,7 @@ func (r *Recorder) Window(start, end time.Duration) map[string]results.ServerSta
 // accumulator gathers one metric's increases (or levels) over the nodes.
 type accumulator struct {
 	seen       bool
-	sum, count float64
-	delta      float64
-	buckets    map[float64]float64 // upper bound -> observations in the window
+	counts     // the growth in the window
 	max, total float64
 }
 
@@ -275,15 +283,7 @@ func (a *accumulator) node(m stores.ServerMetric, steps []step, start, end time.
 		}
 		if in.counted {
 			a.seen = true
-			a.delta += in.delta
-			a.sum += in.sum
-			a.count += in.count
-			for b, c := range in.buckets {
-				if a.buckets == nil {
-					a.buckets = map[float64]float64{}
-				}
-				a.buckets[b] += c
-			}
+			a.plus(in.counts)
 		}
 	}
 	if last != nil {
