@@ -149,12 +149,10 @@ func (r *Recorder) add(n int, at time.Duration, values map[string]stores.MetricV
 		if !ok {
 			continue
 		}
-		in := &increase{}
 		if m.Kind == stores.MetricGauge {
-			in.leveled, in.max, in.last = true, v.Value, v.Value
-			st.inc[m.Name] = in
+			st.inc[m.Name] = &increase{leveled: true, max: v.Value, last: v.Value}
 		} else if p, ok := prev[m.Name]; ok {
-			in.counted = true
+			in := &increase{counted: true}
 			in.add(m, p, v)
 			st.inc[m.Name] = in
 		}
@@ -184,16 +182,22 @@ func (s *step) merge(o step) {
 			s.inc[name] = oi
 			continue
 		}
-		if oi.counted {
-			si.counted = true
-			si.plus(oi.counts)
+		si.fold(oi)
+	}
+}
+
+// fold adds the later o to in: its growth, and its levels (the highest,
+// and o's last).
+func (in *increase) fold(o *increase) {
+	if o.counted {
+		in.counted = true
+		in.plus(o.counts)
+	}
+	if o.leveled {
+		if !in.leveled || o.max > in.max {
+			in.max = o.max
 		}
-		if oi.leveled {
-			if !si.leveled || oi.max > si.max {
-				si.max = oi.max
-			}
-			si.leveled, si.last = true, oi.last
-		}
+		in.leveled, in.last = true, o.last
 	}
 }
 
@@ -269,26 +273,20 @@ func (a *accumulator) node(m stores.ServerMetric, steps []step, start, end time.
 		before := a.delta
 		defer func() { a.delta = max(before, a.delta-before) }()
 	}
-	var last *increase
+	var node increase // the node's steps in the window, folded
 	for _, st := range steps {
-		in, ok := st.inc[m.Name]
-		if !ok || st.at <= start || st.at > end {
-			continue
-		}
-		if in.leveled {
-			if !a.seen || in.max > a.max {
-				a.max = in.max
-			}
-			a.seen, last = true, in
-		}
-		if in.counted {
-			a.seen = true
-			a.plus(in.counts)
+		if in, ok := st.inc[m.Name]; ok && st.at > start && st.at <= end {
+			node.fold(in)
 		}
 	}
-	if last != nil {
-		a.total += last.last
+	if node.leveled {
+		if !a.seen || node.max > a.max {
+			a.max = node.max
+		}
+		a.total += node.last
 	}
+	a.plus(node.counts)
+	a.seen = a.seen || node.leveled || node.counted
 }
 
 // stat renders the accumulated window in the metric's reported unit
