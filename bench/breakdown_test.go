@@ -24,13 +24,17 @@ import (
 //	engine+plain      engine + collector + plain clientv3  (runEnginePlain)
 //	loop,rr           plain loop, connection per request   (runLoop)
 //	loop,pinned       plain loop, connection per client    (runLoop): etcd's tool in this process
+//
+// scenario against engine+plain is what the driver adds (the per-request
+// deadline gRPC sends, the require-leader metadata, result classes);
+// engine+plain against loop,pinned what the engine and the collector add.
 
 // plainClient sends puts as etcd's benchmark tool does, with no deadline and
-// no require-leader metadata, but picks connections in turn per request as
-// the etcd driver does.
+// no require-leader metadata, each workload client on one connection as
+// both the tool and the etcd driver pin them.
 type plainClient struct {
 	conns []*clientv3.Client
-	next  atomic.Uint64
+	next  atomic.Uint64 // for loop,rr: connections in turn per request
 }
 
 func newPlainClient(leader stores.Endpoint, conns int) (*plainClient, error) {
@@ -49,7 +53,7 @@ func newPlainClient(leader stores.Endpoint, conns int) (*plainClient, error) {
 
 // Do ignores ctx: etcd's tool sends with context.Background().
 func (c *plainClient) Do(_ context.Context, op stores.Op) stores.Result {
-	cli := c.conns[(c.next.Add(1)-1)%uint64(len(c.conns))]
+	cli := c.conns[uint(op.Client)%uint(len(c.conns))]
 	if _, err := cli.Put(context.Background(), op.Key, string(op.Value)); err != nil {
 		return stores.Result{Err: fmt.Errorf("plain put: %w", err), Class: plan.ErrOther}
 	}

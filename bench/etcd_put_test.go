@@ -19,12 +19,13 @@ var breakdown = flag.Bool("breakdown", false,
 	"also run the breakdown contenders (engine with a plain clientv3 client, plain loops) that show where our overhead lies")
 
 // rounds is how often each contender runs per case. Runs alternate within a
-// round (theirs, ours, ...; then again) so that drift over the run falls on
-// every contender alike. Five is the fewest whose ratio has a bounded 95%
-// interval (compare's shift test needs 4 a side for 95%; 5 gives 96.8%);
-// on a quiet machine that interval was about ±17% (README), and ±10% takes
-// about 14 rounds.
-var rounds = flag.Int("rounds", 5, "runs of each contender per case, alternating")
+// round (theirs, ours, ...; then again) and each ratio pairs the runs of one
+// round, so drift over the run falls on both sides of every ratio alike.
+// Eight is the fewest whose paired 95% interval cuts more than the extreme
+// rounds (compare.SignedRank: 6 is the fewest bounded at all); on a quiet
+// machine, per-round ratios spread by about ±5%, which gives an interval of
+// about ±4% (README).
+var rounds = flag.Int("rounds", 8, "runs of each contender per case, alternating")
 
 // putCases are issue 3's two load points. Totals are sized so that one run
 // takes well under a minute on a 2-core machine.
@@ -213,8 +214,8 @@ func printTable(w io.Writer, all []caseResult) {
 		return
 	}
 	fmt.Fprintf(w, "\netcd %s put, 3 nodes on loopback, all requests to the leader, key %d B, value %d B, 2 cores shared by client and cluster;\n"+
-		"runs alternate between tools, %d rounds; ratio = over etcd benchmark's in the same round; median lines: the ratio of the medians\n"+
-		"and its %.0f%% interval (compare's Mann-Whitney shift interval on the logarithms)\n",
+		"runs alternate between tools, %d rounds; ratio = over etcd benchmark's in the same round; median lines: the median of those ratios\n"+
+		"and its %.0f%% interval (compare's paired Wilcoxon signed-rank interval on the logarithms)\n",
 		etcdVersion, all[0].c.keySize, all[0].c.valueSize, len(all[0].runs[0]), 100*(1-ratioAlpha))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tratio\t")

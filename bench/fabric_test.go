@@ -47,7 +47,10 @@ phase "load" {
 // packet queued through the shaper's per-pair scheduler ("engaged", the
 // path every shaped packet takes and what runs use), interleaved over
 // -rounds rounds. It reports the median throughput relative to loopback's,
-// with the interval of compare's shift test.
+// with the paired interval of compare's signed-rank test, and the runner's
+// CPU per put: the load generator alone on loopback, the load generator and
+// the shaper (which runs in the runner's process) otherwise, so the
+// difference is what the shaper costs per request.
 func BenchmarkFabricOverhead(b *testing.B) {
 	if err := fabric.Available(); err != nil {
 		b.Skipf("needs network namespaces: %v", err)
@@ -61,7 +64,7 @@ func BenchmarkFabricOverhead(b *testing.B) {
 		{"direct", runner.NetworkDirect},
 		{"engaged", runner.NetworkEngaged},
 	}
-	rps := map[string][]float64{}
+	rps, cpu := map[string][]float64{}, map[string][]float64{}
 	for b.Loop() {
 		for round := range max(*rounds, 1) {
 			for _, m := range modes {
@@ -72,21 +75,37 @@ func BenchmarkFabricOverhead(b *testing.B) {
 					b.Fatalf("%s: %v", m.name, err)
 				}
 				p, _ := res.Phase("load")
+				perReq := runnerCPUPerRequest(p)
 				rps[m.name] = append(rps[m.name], p.Total.Throughput)
-				b.Logf("round %d %-10s %.0f put/s, p99 %.1f ms", round+1, m.name, p.Total.Throughput, p.Total.Latency.P99MS)
+				cpu[m.name] = append(cpu[m.name], perReq)
+				b.Logf("round %d %-10s %.0f put/s, p99 %.1f ms, runner CPU %.1f µs/put", round+1, m.name, p.Total.Throughput, p.Total.Latency.P99MS, perReq)
 			}
 		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\netcd put, 1000 clients over 100 conns, 10 s closed loop; %d interleaved rounds; ratio of the medians to loopback's with its %.0f%% interval\n",
+	fmt.Fprintf(tw, "\netcd put, 1000 clients over 100 conns, 10 s closed loop; %d interleaved rounds; median of the per-round ratios to loopback's with their %.0f%% paired interval;\n"+
+		"runner CPU: the load generator, plus the shaper off loopback\n",
 		len(rps["loopback"]), 100*(1-ratioAlpha))
-	fmt.Fprintln(tw, "network\tmedian put/s\tvs loopback [95%]\t")
+	fmt.Fprintln(tw, "network\tmedian put/s\tvs loopback [95%]\trunner CPU µs/put\tvs loopback [95%]\t")
 	for _, m := range modes {
 		r := ratioOf(rps["loopback"], rps[m.name])
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t\n", m.name, results.Median(rps[m.name]), r)
+		c := ratioOf(cpu["loopback"], cpu[m.name])
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t\n", m.name, results.Median(rps[m.name]), r, results.Median(cpu[m.name]), c)
 		if m.name != "loopback" {
 			r.report(b, m.name+"_ratio")
+			c.report(b, m.name+"_cpu_ratio")
+			b.ReportMetric(results.Median(cpu[m.name])-results.Median(cpu["loopback"]), m.name+"_shaper_µs/put")
 		}
 	}
 	tw.Flush()
+}
+
+// runnerCPUPerRequest is the runner process's CPU per request of a phase,
+// in microseconds, from its mean CPU share over the phase.
+func runnerCPUPerRequest(p *results.Phase) float64 {
+	u, ok := p.Resources[results.RunnerNode]
+	if !ok || p.Total.Throughput <= 0 {
+		return 0
+	}
+	return u.CPUMeanPercent / 100 / p.Total.Throughput * 1e6
 }

@@ -65,15 +65,20 @@ func MannWhitney(base, next []float64, alpha float64) ShiftTest {
 		t.P = min(1, res.P)
 	}
 	t.Significant = t.Testable && reaches(t.P, alpha)
-	lo, hi, conf := shiftInterval(base, next, alpha)
+	t.setInterval(shiftInterval(base, next, alpha))
+	return t
+}
+
+// setInterval keeps an interval's bounds (nil where infinite: unbounded)
+// and its achieved confidence.
+func (t *ShiftTest) setInterval(lo, hi, confidence float64) {
 	if !math.IsInf(lo, 0) {
 		t.CILow = &lo
 	}
 	if !math.IsInf(hi, 0) {
 		t.CIHigh = &hi
 	}
-	t.Confidence = conf
-	return t
+	t.Confidence = confidence
 }
 
 // reaches reports p <= alpha, forgiving the rounding of a p-value

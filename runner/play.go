@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -21,7 +22,18 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	// A short lead lets every goroutine be waiting before offset 0.
 	x.base = time.Now().Add(50 * time.Millisecond)
 	for _, c := range x.clusters {
-		if err := c.startPlay(); err != nil {
+		err := c.startPlay()
+		if c.coll != nil {
+			// Deferred before the background's stop is, so it runs after
+			// it and after the outputs: nothing reads a closed spool. The
+			// files themselves go with the run directory at teardown.
+			defer func() {
+				if err := c.coll.Close(); err != nil {
+					c.log.Warn("metrics spool", "err", err)
+				}
+			}()
+		}
+		if err != nil {
 			return nil, err
 		}
 		defer c.poller.Close()
@@ -120,6 +132,9 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 			c.log.Warn("correctness checks did not run", "err", err)
 			res.Notes["correctness"] = err.Error()
 		}
+		if err := c.coll.SpoolErr(); err != nil {
+			res.Notes["spool"] = err.Error()
+		}
 		per[i], names[i] = res, c.spec.Name
 	}
 	res := results.Combine(names, per)
@@ -147,6 +162,15 @@ func (c *clusterRun) startPlay() error {
 	}
 	c.poller = pl
 	c.coll = metrics.NewCollector(c.plan.Phases, c.plan.Workloads, c.x.base)
+	// What the collector keeps of every second (interval logs, write times)
+	// would grow with the request rate for the whole run in memory.
+	spool := c.spec.Name
+	if spool == "" {
+		spool = "run"
+	}
+	if err := c.coll.SpoolTo(filepath.Join(c.x.proc.Dir(), "spool", spool)); err != nil {
+		c.log.Warn("metrics kept in memory", "err", err)
+	}
 	if c.drv.NewMetricScraper != nil {
 		sc, err := c.drv.NewMetricScraper(c.eps)
 		if err != nil {

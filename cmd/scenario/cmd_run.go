@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -45,6 +46,7 @@ type runFlags struct {
 	network                                              string
 	repeat                                               int
 	cpuProfile                                           string
+	memProfile                                           string
 }
 
 // kubeClusterFlags declares the flags that choose a Kubernetes cluster and
@@ -109,6 +111,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (userspace, shapes and cuts) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the runner itself (load generation, shaping, measurement) to this file, for 'go tool pprof'")
+	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go heap profile of the runner itself, taken as the run ends, to this file, for 'go tool pprof'")
 	fl.IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("run the scenario N times (1 to %d), each on a fresh cluster, into rep-1 ... rep-N beside an aggregate results.json (default the file's repeat, else 1 for run and 5 for noise)", dsl.MaxRepeat))
 }
 
@@ -161,12 +164,16 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	if f.cpuProfile != "" {
-		stop, err := startCPUProfile(f.cpuProfile)
+	if f.cpuProfile != "" || f.memProfile != "" {
+		stop, err := startProfiles(f.cpuProfile, f.memProfile)
 		if err != nil {
 			return nil, &exitError{code: exitInvalid, err: err}
 		}
-		defer stop()
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", err)
+			}
+		}()
 	}
 	reps := defaultRepeat
 	switch {
@@ -419,19 +426,49 @@ func writeRepetitionsJUnit(pr *pointRuns) error {
 	return nil
 }
 
-// startCPUProfile profiles the runner's own CPU into path until stop. The
-// stores run in other processes: their CPU is in the results' resources.
-func startCPUProfile(path string) (stop func(), err error) {
+// startProfiles profiles the runner itself, as --cpuprofile and
+// --memprofile ask (either path may be empty): the CPU from now until stop,
+// the heap as stop finds it, after a collection. The stores run in other
+// processes: their CPU and memory are in the results' resources.
+func startProfiles(cpuPath, memPath string) (stop func() error, err error) {
+	var cpu *os.File
+	if cpuPath != "" {
+		if cpu, err = os.Create(cpuPath); err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, fmt.Errorf("--cpuprofile %s: %w", cpuPath, err)
+		}
+	}
+	return func() error {
+		var errs []error
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("--cpuprofile: %w", err))
+			}
+		}
+		if memPath != "" {
+			if err := writeHeapProfile(memPath); err != nil {
+				errs = append(errs, fmt.Errorf("--memprofile: %w", err))
+			}
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+// writeHeapProfile writes the heap's live objects, and everything
+// allocated since the start, to path.
+func writeHeapProfile(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	runtime.GC() // the live heap as of now, not as of the last collection
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
+	return err
 }

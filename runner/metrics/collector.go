@@ -62,6 +62,7 @@ type Collector struct {
 	clamped  int64                 // latencies above the histogram range
 	served   map[int]time.Duration // node -> completion of its first answer
 	logErr   error                 // first interval-log encoding error
+	spool    *spooler              // nil: everything stays in memory
 
 	// watches is copied on write so that WatchWrites never waits for mu,
 	// which a merge may hold for a while: a fault must not be delayed.
@@ -73,12 +74,13 @@ type opKey struct{ workload, op string }
 // opState is everything kept for one workload × op.
 type opState struct {
 	opKey
-	writes  *writeTrack // the workload's writes, shared by its ops
-	phases  []*cell     // per phase, allocated on first sample
-	seconds []second    // per second of End, from 0
-	log     bytes.Buffer
+	writes  *writeTrack  // the workload's writes, shared by its ops
+	phases  []*cell      // per phase, allocated on first sample
+	seconds []second     // per second of End, from 0
+	log     bytes.Buffer // the interval log, or with a spool what it could not take
 	logw    *hdr.HistogramLogWriter
-	logged  int // seconds written to log
+	logged  int        // seconds written to log
+	spool   *hlogSpool // nil: the interval log is all in log
 }
 
 // second is one second of one workload × op, by completion time.
@@ -312,8 +314,7 @@ func (c *Collector) state(workload, op string) *opState {
 	st, ok := c.ops[k]
 	if !ok {
 		st = &opState{opKey: k, phases: make([]*cell, len(c.phases)), writes: c.wlTrack(workload)}
-		st.logw = hdr.NewHistogramLogWriter(&st.log)
-		st.logw.SetBaseTime(c.base.UnixMilli())
+		c.startLog(st)
 		c.ops[k] = st
 	}
 	c.last = st
@@ -365,6 +366,9 @@ func (c *Collector) wlTrack(workload string) *writeTrack {
 	t, ok := c.wlWrites[workload]
 	if !ok {
 		t = newWriteTrack(c.phases)
+		if c.spool != nil {
+			t.log.spool = c.spool.writes
+		}
 		c.wlWrites[workload] = t
 	}
 	return t

@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +19,65 @@ const (
 	tagCorrected = "corrected"
 	tagRaw       = "raw"
 )
+
+// startLog points st's interval log at a spool file of its own when
+// spooling, else at memory.
+func (c *Collector) startLog(st *opState) {
+	var w io.Writer = &st.log
+	if c.spool != nil {
+		c.spool.hlogs++
+		// Numbered, not named after the op: names need not be file-safe.
+		if f, err := c.spool.create(fmt.Sprintf("%d.hlog.spool", c.spool.hlogs)); err == nil {
+			st.spool = &hlogSpool{file: f, mem: &st.log}
+			st.spool.buf = bufio.NewWriter(st.spool)
+			w = st.spool.buf
+		}
+	}
+	st.logw = hdr.NewHistogramLogWriter(w)
+	st.logw.SetBaseTime(c.base.UnixMilli())
+}
+
+// hlogSpool is an op's interval log in a spool file. Lines are buffered on
+// their way to the file; from the first write the file fails on, they go
+// to memory (the op's log) instead, after what the file holds, so that no
+// line is lost and the order is kept.
+type hlogSpool struct {
+	file   *spoolFile
+	mem    *bytes.Buffer
+	failed bool
+	buf    *bufio.Writer // writes to the hlogSpool itself
+}
+
+// Write never fails: what the file does not take goes to memory (the
+// error is recorded in the spool).
+func (h *hlogSpool) Write(p []byte) (int, error) {
+	if !h.failed {
+		if _, err := h.file.append(p); err == nil {
+			return len(p), nil
+		}
+		h.failed = true
+	}
+	return h.mem.Write(p)
+}
+
+// copyTo writes the lines in the spool file to w. Those in memory are the
+// caller's to write after them.
+func (h *hlogSpool) copyTo(w io.Writer) error {
+	if err := h.buf.Flush(); err != nil {
+		return err
+	}
+	const piece = 64 << 10
+	for off := int64(0); off < h.file.size; off += piece {
+		b, err := h.file.read(off, int(min(piece, h.file.size-off)))
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // logSeconds appends the interval histograms of st's seconds
 // [st.logged, upTo) to its log and recycles them. Seconds with no successful
@@ -65,6 +126,10 @@ func (c *Collector) logSeconds(st *opState, upTo int) {
 // sealed second (call it after Flush). Values are in microseconds, so the
 // Interval_Max column (HdrHistogram's default ratio of 1e6) reads in seconds;
 // with HistogramLogProcessor use -outputValueUnitRatio 1000 for ms.
+//
+// A spooled log that cannot be read back fails it, since the file would
+// lack seconds. A spool write that failed does not: its lines were kept in
+// memory and the files are whole (SpoolErr reports it).
 func (c *Collector) WriteIntervalLogs(dir string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -107,6 +172,9 @@ func (c *Collector) writeLog(dir string, st *opState) error {
 	}
 	if err == nil {
 		err = hw.OutputLegend()
+	}
+	if err == nil && st.spool != nil {
+		err = st.spool.copyTo(w)
 	}
 	if err == nil {
 		_, err = w.Write(st.log.Bytes())

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -16,14 +17,23 @@ import (
 // workers. Sinks deliver samples out of order, so times are kept per second
 // of the run: a second is collected unsorted while it may still receive
 // samples, then sorted and delta-encoded as uvarints (about 3 bytes per
-// write at tens of µs apart, instead of 8).
+// write at tens of µs apart, instead of 8). With a spool, the encoding of a
+// sealed second then moves to the spool file and only where it lies stays
+// in memory.
 type writeLog struct {
 	chunks []writeChunk
+	spool  *spoolFile // nil: sealed seconds stay in memory
 }
 
 type writeChunk struct {
 	enc     []byte          // sorted, delta-encoded offsets from the chunk's start
 	pending []time.Duration // not yet encoded: the open second, or late arrivals
+	// Where enc lies in the spool once spooled (enc is then nil). A late
+	// arrival re-encodes the chunk in memory and it is spooled afresh.
+	off     int64
+	size    int32
+	spooled bool
+	sealed  bool // later adds are late, even into an empty second
 }
 
 // add records one write completion. It reports whether the write landed in
@@ -36,36 +46,76 @@ func (w *writeLog) add(t time.Duration) (late bool) {
 	}
 	c := &w.chunks[k]
 	c.pending = append(c.pending, t)
-	return c.enc != nil
+	return c.sealed
 }
 
 // seal sorts and encodes every second before upTo that has pending times.
 func (w *writeLog) seal(upTo int) {
 	for k := range min(upTo, len(w.chunks)) {
 		c := &w.chunks[k]
+		c.sealed = true
 		if len(c.pending) == 0 {
-			if c.enc == nil {
-				c.enc = []byte{} // sealed and empty: later adds are late
-			}
 			continue
 		}
-		times := c.times(k, nil)
+		times, ok := w.times(k, nil)
+		if !ok {
+			// Re-encoding now would drop the spooled times for good: keep
+			// the late ones pending and try again at the next seal.
+			continue
+		}
 		enc := make([]byte, 0, len(times)*3)
 		prev := time.Duration(k) * time.Second
 		for _, t := range times {
 			enc = binary.AppendUvarint(enc, uint64(t-prev))
 			prev = t
 		}
-		c.enc, c.pending = enc, nil
+		c.enc, c.pending, c.spooled = enc, nil, false
 	}
 }
 
-// times returns the chunk's write times in order, appended to buf.
-func (c *writeChunk) times(k int, buf []time.Duration) []time.Duration {
-	buf = buf[:0]
+// spill moves the encoding of every sealed second before upTo to the
+// spool. A second the spool cannot take stays in memory, and so do the
+// rest until the next seal: a full disk is retried once a second, not once
+// per chunk.
+func (w *writeLog) spill(upTo int) {
+	if w.spool == nil {
+		return
+	}
+	for k := range min(upTo, len(w.chunks)) {
+		c := &w.chunks[k]
+		if !c.sealed || len(c.enc) == 0 {
+			continue
+		}
+		off, err := w.spool.append(c.enc)
+		if err != nil {
+			return
+		}
+		c.off, c.size, c.spooled, c.enc = off, int32(len(c.enc)), true, nil
+	}
+}
+
+// times returns second k's write times in order, appended to buf[:0]. ok
+// is false when its spooled part could not be read back (the error is
+// recorded in the spool); the times returned then lack it.
+func (w *writeLog) times(k int, buf []time.Duration) (_ []time.Duration, ok bool) {
+	c := &w.chunks[k]
+	buf, ok = buf[:0], true
+	enc := c.enc
+	if c.spooled {
+		b, err := w.spool.read(c.off, int(c.size))
+		enc, ok = b, err == nil
+	}
 	prev := time.Duration(k) * time.Second
-	for b := c.enc; len(b) > 0; {
+	for b := enc; len(b) > 0; {
 		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			// Only a spool file changed under us can get here.
+			if c.spooled {
+				w.spool.fail(fmt.Errorf("spool: %s: second %d at %d: bad encoding", w.spool.name, k, c.off))
+			}
+			ok = false
+			break
+		}
 		b = b[n:]
 		prev += time.Duration(d)
 		buf = append(buf, prev)
@@ -74,14 +124,14 @@ func (c *writeChunk) times(k int, buf []time.Duration) []time.Duration {
 		buf = append(buf, c.pending...)
 		slices.Sort(buf)
 	}
-	return buf
+	return buf, ok
 }
 
 // lastBefore returns the latest write strictly before t.
 func (w *writeLog) lastBefore(t time.Duration) (time.Duration, bool) {
 	var buf []time.Duration
 	for k := min(secondOf(t), len(w.chunks)-1); k >= 0; k-- {
-		buf = w.chunks[k].times(k, buf)
+		buf, _ = w.times(k, buf)
 		if i, _ := slices.BinarySearch(buf, t); i > 0 {
 			return buf[i-1], true
 		}
@@ -96,7 +146,7 @@ func (w *writeLog) longestGap(from, to time.Duration) (start, end time.Duration)
 	prev := from
 	var buf []time.Duration
 	for k := max(secondOf(from), 0); k < len(w.chunks) && k <= secondOf(to); k++ {
-		buf = w.chunks[k].times(k, buf)
+		buf, _ = w.times(k, buf)
 		for _, t := range buf {
 			if t <= from || t > to {
 				continue
@@ -218,11 +268,16 @@ func (c *gapCache) reset(phases []plan.PhaseSpan) {
 	c.scan, c.upTo = newGapScan(phases), 0
 }
 
-// advance feeds the log's chunks [c.upTo, to).
+// advance feeds the log's chunks [c.upTo, to). It stops at a chunk that
+// could not be read back: a scan cached without it would stay wrong after
+// the spool recovers.
 func (c *gapCache) advance(w *writeLog, to int) {
 	var buf []time.Duration
 	for ; c.upTo < min(to, len(w.chunks)); c.upTo++ {
-		buf = w.chunks[c.upTo].times(c.upTo, buf)
+		var ok bool
+		if buf, ok = w.times(c.upTo, buf); !ok {
+			return
+		}
 		for _, t := range buf {
 			c.scan.feed(t)
 		}
@@ -259,10 +314,13 @@ func (t *writeTrack) add(end time.Duration, phases []plan.PhaseSpan) {
 	}
 }
 
-// seal encodes the seconds before upTo and advances the gap cache over them.
+// seal encodes the seconds before upTo, advances the gap cache over them
+// and only then spools them, so that the cache never reads back what was
+// just written.
 func (t *writeTrack) seal(upTo int) {
 	t.log.seal(upTo)
 	t.gaps.advance(&t.log, upTo)
+	t.log.spill(upTo)
 }
 
 // writeGaps is, per phase and over the run, the longest write gap (ms) and
@@ -281,7 +339,7 @@ func (t *writeTrack) measure(sealed int, horizon time.Duration, phases []plan.Ph
 	g := t.gaps.scan.clone()
 	var buf []time.Duration
 	for k := t.gaps.upTo; k < len(t.log.chunks); k++ {
-		buf = t.log.chunks[k].times(k, buf)
+		buf, _ = t.log.times(k, buf)
 		for _, at := range buf {
 			g.feed(at)
 		}
