@@ -22,9 +22,9 @@ var breakdown = flag.Bool("breakdown", false,
 // round (theirs, ours, ...; then again) and each ratio pairs the runs of one
 // round, so drift over the run falls on both sides of every ratio alike.
 // Eight is the fewest whose paired 95% interval cuts more than the extreme
-// rounds (compare.SignedRank: 6 is the fewest bounded at all); on a quiet
-// machine, per-round ratios spread by about ±5%, which gives an interval of
-// about ±4% (README).
+// rounds (compare.SignedRank: 6 is the fewest bounded at all). Per-round
+// ratios that spread by ±15%, as on the machine of the README's figures,
+// gave ±8% and ±12%.
 var rounds = flag.Int("rounds", 8, "runs of each contender per case, alternating")
 
 // putCases are issue 3's two load points. Totals are sized so that one run

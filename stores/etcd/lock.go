@@ -216,24 +216,27 @@ func (c *contender) Close() {
 		c.mu.Lock()
 		s := c.session
 		c.mu.Unlock()
-		revoked := make(chan struct{})
-		go func() {
-			defer close(revoked)
-			_ = s.Close()
-		}()
+		revoked := make(chan error, 1)
+		go func() { revoked <- s.Close() }()
 		timer := time.NewTimer(closeWait)
 		defer timer.Stop()
 		select {
-		case <-revoked:
-			_ = c.cli.Close()
+		case err := <-revoked:
+			if err == nil {
+				_ = c.cli.Close()
+				return
+			}
+			// The revoke gave up on its own (its deadline is the TTL,
+			// as long as closeWait): the cluster is out of reach, and
+			// closing the client would wait for gRPC's goodbyes as below.
+			go c.cli.Close()
 		case <-timer.C:
 			// The cluster is out of reach (a frozen contender): gRPC would
 			// wait 5 s per connection for its goodbye to be written before
 			// closing it, so the connections finish closing in the
 			// background. The client's context ends at once, and the
-			// revoke with it, as a rule: a cold CI run once saw the
-			// session's own teardown wait 15 s more for those
-			// connections, so it too may finish in the background.
+			// revoke with it, as a rule; it too may finish in the
+			// background.
 			go c.cli.Close()
 			select {
 			case <-revoked:
