@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/coordlab/scenario/stores/gobuild"
 	"golang.org/x/sys/unix"
 )
 
@@ -113,13 +117,27 @@ func Check(ctx context.Context, tags ...string) error {
 		return err
 	}
 	missing, err := Missing(ctx, cli, tags...)
-	if err != nil {
+	if err != nil || len(missing) == 0 {
 		return err
 	}
-	if len(missing) > 0 {
+	// An images build in progress (scenario images build in another
+	// terminal, or CI's, beside the tests) may be about to make what is
+	// missing: wait for it and ask again rather than fail now.
+	cacheDir, err := gobuild.DefaultCacheDir()
+	if err != nil {
 		return &NotFoundError{Tag: missing[0]}
 	}
-	return nil
+	c := cache{dir: filepath.Join(cacheDir, "images")}
+	waiting := func() {
+		slog.InfoContext(ctx, "image missing: waiting for the images build in progress", "image", missing[0], "cache", c.dir)
+	}
+	if err := c.waitBuild(ctx, waiting); err != nil {
+		return fmt.Errorf("image %s not found locally, and waiting for the images build in progress: %w", missing[0], err)
+	}
+	if missing, err = Missing(ctx, cli, missing...); err != nil || len(missing) == 0 {
+		return err
+	}
+	return &NotFoundError{Tag: missing[0]}
 }
 
 // Image is one image Build made, as the engine lists it.

@@ -59,24 +59,48 @@ func (c cache) lock(ctx context.Context) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := flockWait(ctx, f, unix.LOCK_EX, func() { c.logf("waiting for another images build using %s", c.dir) }); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// waitBuild returns once no build holds the cache's lock, at once if none
+// does or the cache was never used, or when ctx ends. It calls waiting
+// once if it has to wait.
+func (c cache) waitBuild(ctx context.Context, waiting func()) error {
+	f, err := os.Open(filepath.Join(c.dir, ".lock"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return flockWait(ctx, f, unix.LOCK_SH, waiting)
+}
+
+// flockWait takes the lock how (unix.LOCK_EX or LOCK_SH) on f, polling
+// until it is free or ctx ends, and calls waiting once if it has to wait.
+// Closing f releases it.
+func flockWait(ctx context.Context, f *os.File, how int, waiting func()) error {
 	said := false
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		if err == nil {
-			return func() { f.Close() }, nil
+			return nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+			return fmt.Errorf("lock %s: %w", f.Name(), err)
 		}
 		if !said {
-			c.logf("waiting for another images build using %s", c.dir)
+			waiting()
 			said = true
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

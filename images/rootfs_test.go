@@ -93,6 +93,47 @@ func TestCacheLock(t *testing.T) {
 	unlock2()
 }
 
+// TestCacheWaitBuild: a check waits for a build holding the lock and
+// returns as soon as it lets go; with no build, or no cache yet, at once.
+func TestCacheWaitBuild(t *testing.T) {
+	c := cache{dir: filepath.Join(t.TempDir(), "images")}
+	never := func() { t.Error("waited with no build in progress") }
+	if err := c.waitBuild(context.Background(), never); err != nil {
+		t.Fatalf("waitBuild on a cache never used = %v, want nil", err)
+	}
+	unlock, err := c.lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- c.waitBuild(context.Background(), func() { close(waited) }) }()
+	<-waited
+	select {
+	case err := <-done:
+		t.Fatalf("waitBuild returned %v while the build held the lock", err)
+	default:
+	}
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("waitBuild after the build let go = %v, want nil", err)
+	}
+	if err := c.waitBuild(context.Background(), never); err != nil {
+		t.Fatalf("waitBuild with no build in progress = %v, want nil", err)
+	}
+
+	unlock, err = c.lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.waitBuild(ctx, func() {}); !errors.Is(err, context.Canceled) {
+		t.Errorf("waitBuild with the lock held and ctx cancelled = %v, want context.Canceled", err)
+	}
+}
+
 func TestRunFailureCarriesOutput(t *testing.T) {
 	err := run(context.Background(), nil, "sh", "-c", "echo first; echo last >&2; exit 3")
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "first\nlast") {
