@@ -15,16 +15,14 @@ run: build
 	./$(BIN) run examples/etcd-smoke.hcl --out results/etcd-smoke --overwrite
 
 # Unit tests with the race detector, then integration tests that start real
-# clusters one package at a time (-p 1): they share two cores. Packages
-# that need Consul or the docker images come last, so that .ci/run can
-# build those beside the tests before them.
+# clusters one package at a time (-p 1): they share two cores.
 test: vet test-unit test-integration
 
 test-unit:
 	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$ -e /runner/kube -e /runner/worker)
 
 test-integration:
-	$(GO) test -race -p 1 -count=1 -timeout 30m -skip '^TestKube' ./stores/etcd/ ./stores/zookeeper/ ./runner/process/ ./fabric/ ./runner/worker/ ./stores/consul/ ./images/ ./runner/container/ ./runner/ ./cmd/scenario/
+	$(GO) test -race -p 1 -count=1 -timeout 30m -skip '^TestKube' ./stores/etcd/ ./stores/zookeeper/ ./stores/consul/ ./runner/process/ ./runner/container/ ./images/ ./fabric/ ./runner/worker/ ./runner/ ./cmd/scenario/
 
 # The kubernetes provider's tests, on a local single-node Kubernetes they
 # start (about 5 minutes; .ci/run runs them after make test).
@@ -53,8 +51,10 @@ fuzz:
 	$(GO) test ./images -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime 1m
 	$(GO) test ./runner/container -run '^$$' -fuzz '^FuzzCgroupFiles$$' -fuzztime 1m
 
+# -race: vet then reads the packages the race-enabled tests compile, so a
+# cold machine compiles them once.
 vet:
-	$(GO) vet ./...
+	$(GO) vet -race ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
 fmt:

@@ -21,20 +21,27 @@ import (
 // a time, to show where a ratio below 1 comes from:
 //
 //	scenario          engine + collector + etcd driver     (runOurs)
+//	engine+deadline   engine + collector + clientv3, each put under the op's deadline
+//	engine+leader     engine + collector + clientv3, each put requiring a leader
 //	engine+plain      engine + collector + plain clientv3  (runEnginePlain)
-//	loop,rr           plain loop, connection per request   (runLoop)
 //	loop,pinned       plain loop, connection per client    (runLoop): etcd's tool in this process
 //
-// scenario against engine+plain is what the driver adds (the per-request
-// deadline gRPC sends, the require-leader metadata, result classes);
-// engine+plain against loop,pinned what the engine and the collector add.
+// scenario against engine+plain is what the driver adds; engine+deadline
+// and engine+leader take its two per-request costs one at a time (the
+// deadline gRPC sends as grpc-timeout, with a timer on both sides; the
+// require-leader metadata, which also makes clientv3 copy the request's
+// metadata). engine+plain against loop,pinned is what the engine and the
+// collector add.
 
 // plainClient sends puts as etcd's benchmark tool does, with no deadline and
-// no require-leader metadata, each workload client on one connection as
-// both the tool and the etcd driver pin them.
+// no require-leader metadata unless asked, each workload client on one
+// connection as both the tool and the etcd driver pin them.
 type plainClient struct {
 	conns []*clientv3.Client
-	next  atomic.Uint64 // for loop,rr: connections in turn per request
+	// deadline passes the engine's per-op context (and so its deadline) to
+	// clientv3; requireLeader adds clientv3.WithRequireLeader, as the etcd
+	// driver does for writes.
+	deadline, requireLeader bool
 }
 
 func newPlainClient(leader stores.Endpoint, conns int) (*plainClient, error) {
@@ -51,10 +58,17 @@ func newPlainClient(leader stores.Endpoint, conns int) (*plainClient, error) {
 	return c, nil
 }
 
-// Do ignores ctx: etcd's tool sends with context.Background().
-func (c *plainClient) Do(_ context.Context, op stores.Op) stores.Result {
+// Do sends with context.Background(), as etcd's tool does, unless the
+// client passes on the deadline or requires a leader.
+func (c *plainClient) Do(ctx context.Context, op stores.Op) stores.Result {
 	cli := c.conns[uint(op.Client)%uint(len(c.conns))]
-	if _, err := cli.Put(context.Background(), op.Key, string(op.Value)); err != nil {
+	if !c.deadline {
+		ctx = context.Background()
+	}
+	if c.requireLeader {
+		ctx = clientv3.WithRequireLeader(ctx)
+	}
+	if _, err := cli.Put(ctx, op.Key, string(op.Value)); err != nil {
 		return stores.Result{Err: fmt.Errorf("plain put: %w", err), Class: plan.ErrOther}
 	}
 	return stores.Result{}
@@ -70,77 +84,73 @@ func (c *plainClient) Close() error {
 	return errors.Join(errs...)
 }
 
-// runEnginePlain is the engine and collector without the etcd driver.
-func runEnginePlain(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (_ measurement, err error) {
-	cli, err := newPlainClient(leader, c.conns)
-	if err != nil {
-		return measurement{}, err
-	}
-	defer func() { err = errors.Join(err, cli.Close()) }()
-	return runEngine(ctx, cli, c, d)
-}
-
-// runLoop is etcd's tool's structure in this process, without its progress
-// bar: c.clients goroutines sharing a count of c.total puts of one fixed
-// value, each latency kept for exact percentiles as the tool's report
-// keeps them. pinned gives client i connection i%conns, as the tool does;
-// otherwise connections are taken in turn per request, as the etcd driver
-// does.
-func runLoop(pinned bool) func(context.Context, stores.Endpoint, putCase, time.Duration) (measurement, error) {
-	return func(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (_ measurement, err error) {
+// runEnginePlain is the engine and collector without the etcd driver,
+// sending through a plainClient with deadline and requireLeader as given.
+func runEnginePlain(deadline, requireLeader bool) func(context.Context, stores.Endpoint, putCase, time.Duration) (measurement, error) {
+	return func(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (_ measurement, err error) {
 		cli, err := newPlainClient(leader, c.conns)
 		if err != nil {
 			return measurement{}, err
 		}
 		defer func() { err = errors.Join(err, cli.Close()) }()
-		value := string(make([]byte, c.valueSize))
-		var issued, failed atomic.Int64
-		lats := make([][]time.Duration, c.clients)
-		cpu0 := selfCPU()
-		start := time.Now()
-		var wg sync.WaitGroup
-		for i := range c.clients {
-			conn := cli.conns[i%len(cli.conns)]
-			wg.Go(func() {
-				key := make([]byte, c.keySize)
-				for ctx.Err() == nil {
-					n := issued.Add(1) - 1
-					if n >= int64(c.total) {
-						return
-					}
-					binary.PutVarint(key, n%c.keyspace)
-					use := conn
-					if !pinned {
-						use = cli.conns[(cli.next.Add(1)-1)%uint64(len(cli.conns))]
-					}
-					t0 := time.Now()
-					if _, err := use.Put(context.Background(), string(key), value); err != nil {
-						failed.Add(1)
-						continue
-					}
-					lats[i] = append(lats[i], time.Since(t0))
-				}
-			})
-		}
-		wg.Wait()
-		elapsed := time.Since(start)
-		cpu := selfCPU() - cpu0
-		if err := ctx.Err(); err != nil {
-			return measurement{}, fmt.Errorf("loop: %w", err)
-		}
-		all := slices.Concat(lats...)
-		if len(all) == 0 {
-			return measurement{}, fmt.Errorf("loop: no successful put in %d (%d failed)", c.total, failed.Load())
-		}
-		slices.Sort(all)
-		return measurement{
-			requests: int64(len(all)),
-			failed:   failed.Load(),
-			elapsed:  elapsed,
-			rps:      float64(len(all)) / elapsed.Seconds(),
-			p50:      all[len(all)*50/100],
-			p99:      all[len(all)*99/100],
-			cpu:      cpu,
-		}, nil
+		cli.deadline, cli.requireLeader = deadline, requireLeader
+		return runEngine(ctx, cli, c, d)
 	}
+}
+
+// runLoop is etcd's tool's structure in this process, without its progress
+// bar: c.clients goroutines sharing a count of c.total puts of one fixed
+// value, each latency kept for exact percentiles as the tool's report
+// keeps them. Client i sends on connection i%conns, as the tool does.
+func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (_ measurement, err error) {
+	cli, err := newPlainClient(leader, c.conns)
+	if err != nil {
+		return measurement{}, err
+	}
+	defer func() { err = errors.Join(err, cli.Close()) }()
+	value := string(make([]byte, c.valueSize))
+	var issued, failed atomic.Int64
+	lats := make([][]time.Duration, c.clients)
+	cpu0 := selfCPU()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range c.clients {
+		conn := cli.conns[i%len(cli.conns)]
+		wg.Go(func() {
+			key := make([]byte, c.keySize)
+			for ctx.Err() == nil {
+				n := issued.Add(1) - 1
+				if n >= int64(c.total) {
+					return
+				}
+				binary.PutVarint(key, n%c.keyspace)
+				t0 := time.Now()
+				if _, err := conn.Put(context.Background(), string(key), value); err != nil {
+					failed.Add(1)
+					continue
+				}
+				lats[i] = append(lats[i], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := selfCPU() - cpu0
+	if err := ctx.Err(); err != nil {
+		return measurement{}, fmt.Errorf("loop: %w", err)
+	}
+	all := slices.Concat(lats...)
+	if len(all) == 0 {
+		return measurement{}, fmt.Errorf("loop: no successful put in %d (%d failed)", c.total, failed.Load())
+	}
+	slices.Sort(all)
+	return measurement{
+		requests: int64(len(all)),
+		failed:   failed.Load(),
+		elapsed:  elapsed,
+		rps:      float64(len(all)) / elapsed.Seconds(),
+		p50:      all[len(all)*50/100],
+		p99:      all[len(all)*99/100],
+		cpu:      cpu,
+	}, nil
 }

@@ -58,9 +58,10 @@ func contenders(benchBin string) []contender {
 	}
 	if *breakdown {
 		cs = append(cs,
-			contender{name: "engine+plain", run: runEnginePlain},
-			contender{name: "loop,rr", run: runLoop(false)},
-			contender{name: "loop,pinned", run: runLoop(true)},
+			contender{name: "engine+deadline", run: runEnginePlain(true, false)},
+			contender{name: "engine+leader", run: runEnginePlain(false, true)},
+			contender{name: "engine+plain", run: runEnginePlain(false, false)},
+			contender{name: "loop,pinned", run: runLoop},
 		)
 	}
 	return cs

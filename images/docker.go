@@ -13,9 +13,9 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/coordlab/scenario/stores/gobuild"
-	"golang.org/x/sys/unix"
 )
 
 // NewClient connects to the Docker engine the environment names

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,7 @@ type runFlags struct {
 	repeat                                               int
 	cpuProfile                                           string
 	memProfile                                           string
+	tracePath                                            string
 }
 
 // kubeClusterFlags declares the flags that choose a Kubernetes cluster and
@@ -112,6 +114,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the runner itself (load generation, shaping, measurement) to this file, for 'go tool pprof'")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go heap profile of the runner itself, taken as the run ends, to this file, for 'go tool pprof'")
+	fl.StringVar(&f.tracePath, "trace", "", "write a Go execution trace of the runner itself (goroutine scheduling, GC, system calls: where an open loop's late starts come from) to this file, for 'go tool trace'")
 	fl.IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("run the scenario N times (1 to %d), each on a fresh cluster, into rep-1 ... rep-N beside an aggregate results.json (default the file's repeat, else 1 for run and 5 for noise)", dsl.MaxRepeat))
 }
 
@@ -164,8 +167,8 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	if f.cpuProfile != "" || f.memProfile != "" {
-		stop, err := startProfiles(f.cpuProfile, f.memProfile)
+	if f.cpuProfile != "" || f.memProfile != "" || f.tracePath != "" {
+		stop, err := startProfiles(profiles{cpu: f.cpuProfile, mem: f.memProfile, trace: f.tracePath})
 		if err != nil {
 			return nil, &exitError{code: exitInvalid, err: err}
 		}
@@ -426,19 +429,37 @@ func writeRepetitionsJUnit(pr *pointRuns) error {
 	return nil
 }
 
-// startProfiles profiles the runner itself, as --cpuprofile and
-// --memprofile ask (either path may be empty): the CPU from now until stop,
-// the heap as stop finds it, after a collection. The stores run in other
-// processes: their CPU and memory are in the results' resources.
-func startProfiles(cpuPath, memPath string) (stop func() error, err error) {
-	var cpu *os.File
-	if cpuPath != "" {
-		if cpu, err = os.Create(cpuPath); err != nil {
+// profiles are the files --cpuprofile, --memprofile and --trace ask for;
+// an empty path asks for nothing.
+type profiles struct {
+	cpu, mem, trace string
+}
+
+// startProfiles profiles the runner itself as p asks: the CPU and an
+// execution trace from now until stop, the heap as stop is called.
+func startProfiles(p profiles) (stop func() error, err error) {
+	var cpu, tr *os.File
+	if p.cpu != "" {
+		if cpu, err = os.Create(p.cpu); err != nil {
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
 		if err := pprof.StartCPUProfile(cpu); err != nil {
 			cpu.Close()
-			return nil, fmt.Errorf("--cpuprofile %s: %w", cpuPath, err)
+			return nil, fmt.Errorf("--cpuprofile %s: %w", p.cpu, err)
+		}
+	}
+	if p.trace != "" {
+		if tr, err = os.Create(p.trace); err == nil {
+			if err = trace.Start(tr); err != nil {
+				tr.Close()
+			}
+		}
+		if err != nil {
+			if cpu != nil {
+				pprof.StopCPUProfile()
+				cpu.Close()
+			}
+			return nil, fmt.Errorf("--trace: %w", err)
 		}
 	}
 	return func() error {
@@ -449,8 +470,14 @@ func startProfiles(cpuPath, memPath string) (stop func() error, err error) {
 				errs = append(errs, fmt.Errorf("--cpuprofile: %w", err))
 			}
 		}
-		if memPath != "" {
-			if err := writeHeapProfile(memPath); err != nil {
+		if tr != nil {
+			trace.Stop()
+			if err := tr.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("--trace: %w", err))
+			}
+		}
+		if p.mem != "" {
+			if err := writeHeapProfile(p.mem); err != nil {
 				errs = append(errs, fmt.Errorf("--memprofile: %w", err))
 			}
 		}
