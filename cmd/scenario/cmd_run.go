@@ -46,9 +46,7 @@ type runFlags struct {
 	overwrite                                            bool
 	network                                              string
 	repeat                                               int
-	cpuProfile                                           string
-	memProfile                                           string
-	tracePath                                            string
+	profiles                                             profiles
 }
 
 // kubeClusterFlags declares the flags that choose a Kubernetes cluster and
@@ -112,9 +110,9 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace the results of an earlier run in --out (refused otherwise)")
 	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (userspace, shapes and cuts) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
-	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the runner itself (load generation, shaping, measurement) to this file, for 'go tool pprof'")
-	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go heap profile of the runner itself, taken as the run ends, to this file, for 'go tool pprof'")
-	fl.StringVar(&f.tracePath, "trace", "", "write a Go execution trace of the runner itself (goroutine scheduling, GC, system calls: where an open loop's late starts come from) to this file, for 'go tool trace'")
+	fl.StringVar(&f.profiles.cpu, "cpuprofile", "", "write a Go CPU profile of the runner itself (load generation, shaping, measurement) to this file, for 'go tool pprof'")
+	fl.StringVar(&f.profiles.mem, "memprofile", "", "write a Go heap profile of the runner itself, taken as the run ends, to this file, for 'go tool pprof'")
+	fl.StringVar(&f.profiles.trace, "trace", "", "write a Go execution trace of the runner itself (goroutine scheduling, GC, system calls: where an open loop's late starts come from) to this file, for 'go tool trace'")
 	fl.IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("run the scenario N times (1 to %d), each on a fresh cluster, into rep-1 ... rep-N beside an aggregate results.json (default the file's repeat, else 1 for run and 5 for noise)", dsl.MaxRepeat))
 }
 
@@ -167,8 +165,8 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	if f.cpuProfile != "" || f.memProfile != "" || f.tracePath != "" {
-		stop, err := startProfiles(profiles{cpu: f.cpuProfile, mem: f.memProfile, trace: f.tracePath})
+	if f.profiles != (profiles{}) {
+		stop, err := startProfiles(f.profiles)
 		if err != nil {
 			return nil, &exitError{code: exitInvalid, err: err}
 		}
