@@ -3,11 +3,9 @@ package runner
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/coordlab/scenario/internal/results"
-	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/runner/metrics"
 )
 
 // progress reports the run as it goes: one line redrawn every second on a
@@ -26,7 +24,15 @@ func (x *execution) progress(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		line := progressLine(x.snapshot(), x.currentPhase(), time.Since(x.base), x.plan.Duration.D())
+		elapsed := time.Since(x.base)
+		var now metrics.Progress
+		for _, c := range x.clusters {
+			p := c.coll.Progress(int(elapsed/time.Second) - 2) // the last sealed second
+			now.Ops += p.Ops
+			now.Errors += p.Errors
+			now.P99MS = max(now.P99MS, p.P99MS)
+		}
+		line := progressLine(now, x.currentPhase(), elapsed, x.plan.Duration.D())
 		if x.opts.Live {
 			fmt.Fprintf(x.opts.Progress, "\r\033[K%s", line)
 		} else {
@@ -42,29 +48,9 @@ func (x *execution) endProgress() {
 	}
 }
 
-// progressLine renders the last complete second of snap: throughput,
-// worst p99 over the requests, and errors so far.
-func progressLine(snap *results.Results, phase string, elapsed, total time.Duration) string {
-	var ops, errs int64
-	var p99 float64
-	sec := int(elapsed/time.Second) - 2 // the last sealed second
-	for _, s := range snap.Series {
-		if plan.Observed(s.Op) {
-			continue // notifications and the like are not requests
-		}
-		for _, p := range s.Points {
-			errs += p.Errors
-			if int(p.AtMS/1000) != sec {
-				continue
-			}
-			ops += p.Ops
-			if p.P99MS != nil {
-				p99 = max(p99, *p.P99MS)
-			}
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%s] %s/%s  %d ops/s  p99 %.1fms  errors %d",
-		phase, elapsed.Truncate(time.Second), total, ops, p99, errs)
-	return b.String()
+// progressLine renders one second's progress: throughput, worst p99 over
+// the requests, and errors so far.
+func progressLine(p metrics.Progress, phase string, elapsed, total time.Duration) string {
+	return fmt.Sprintf("[%s] %s/%s  %d ops/s  p99 %.1fms  errors %d",
+		phase, elapsed.Truncate(time.Second), total, p.Ops, p.P99MS, p.Errors)
 }

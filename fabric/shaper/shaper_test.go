@@ -3,6 +3,7 @@ package shaper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -89,16 +90,42 @@ func TestJitter(t *testing.T) {
 			// The machine's own timer noise adds to the drawn jitter: a
 			// busy machine wakes the shaper late now and then. Measure it
 			// on the same delay without jitter, and allow for it (the
-			// spreads add in quadrature).
-			ctl := startNet(t, 2, Options{Seed: 7}, func(r *Router) { r.SetLink(hostID(0), hostID(1), Link{Delay: tc.link.Delay}) })
-			noise := summarize(delays(t, ctl.send(0, 1, tc.n, 200, tc.pps), ctl.recv(t, 1, tc.n, 5*time.Second))).iqrStd
-			want := math.Sqrt(float64(tc.link.Jitter)*float64(tc.link.Jitter) + float64(noise)*float64(noise))
-			lo, hi := time.Duration(0.7*float64(tc.link.Jitter)), time.Duration(1.3*want)
-			if s.iqrStd < lo || s.iqrStd > hi {
-				t.Errorf("delay spread (σ from the interquartile range) %v, want within [%v, %v] (timer noise σ %v)", s.iqrStd, lo, hi, noise)
+			// spreads add in quadrature). The two are measured apart, and a
+			// burst of load in one and not the other moves the figures, so
+			// a busy machine gets three attempts; a shaper that draws the
+			// wrong spread fails all three.
+			var problems []string
+			for attempt := range 3 {
+				if attempt > 0 {
+					t.Logf("attempt %d: %v", attempt, problems)
+					_ = tn.stop()
+					tn = startNet(t, 2, Options{Seed: 7}, func(r *Router) { r.SetLink(hostID(0), hostID(1), tc.link) })
+					s = summarize(delays(t, tn.send(0, 1, tc.n, 200, tc.pps), tn.recv(t, 1, tc.n, 5*time.Second)))
+				}
+				ctl := startNet(t, 2, Options{Seed: 7}, func(r *Router) { r.SetLink(hostID(0), hostID(1), Link{Delay: tc.link.Delay}) })
+				plain := summarize(delays(t, ctl.send(0, 1, tc.n, 200, tc.pps), ctl.recv(t, 1, tc.n, 5*time.Second)))
+				_ = ctl.stop()
+				noise := plain.iqrStd
+				want := math.Sqrt(float64(tc.link.Jitter)*float64(tc.link.Jitter) + float64(noise)*float64(noise))
+				lo, hi := time.Duration(0.7*float64(tc.link.Jitter)), time.Duration(1.3*want)
+				problems = nil
+				if s.iqrStd < lo || s.iqrStd > hi {
+					problems = append(problems, fmt.Sprintf("delay spread (σ from the interquartile range) %v, want within [%v, %v] (timer noise σ %v)", s.iqrStd, lo, hi, noise))
+				}
+				// Symmetric jitter leaves the median where it is without it,
+				// timer lateness included.
+				if d := s.p50 - plain.p50; d < -time.Millisecond || d > time.Millisecond {
+					problems = append(problems, fmt.Sprintf("median delay %v, want about %v (%v without jitter)", s.p50, tc.link.Delay, plain.p50))
+				}
+				if s.p50 < tc.link.Delay-300*time.Microsecond {
+					problems = append(problems, fmt.Sprintf("median delay %v, below the %v delay", s.p50, tc.link.Delay))
+				}
+				if len(problems) == 0 {
+					return
+				}
 			}
-			if d := s.p50 - tc.link.Delay; d < -300*time.Microsecond || d > time.Millisecond {
-				t.Errorf("median delay %v, want about %v", s.p50, tc.link.Delay)
+			for _, p := range problems {
+				t.Error(p)
 			}
 		})
 	}

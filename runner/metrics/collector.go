@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -62,6 +63,7 @@ type Collector struct {
 	clamped  int64                 // latencies above the histogram range
 	served   map[int]time.Duration // node -> completion of its first answer
 	logErr   error                 // first interval-log encoding error
+	lines    lineEncoder           // encodes every op's interval log lines
 	spool    *spooler              // nil: everything stays in memory
 
 	// watches is copied on write so that WatchWrites never waits for mu,
@@ -78,9 +80,11 @@ type opState struct {
 	phases  []*cell      // per phase, allocated on first sample
 	seconds []second     // per second of End, from 0
 	log     bytes.Buffer // the interval log, or with a spool what it could not take
-	logw    *hdr.HistogramLogWriter
-	logged  int        // seconds written to log
-	spool   *hlogSpool // nil: the interval log is all in log
+	logw    io.Writer    // where the interval log's lines go
+	logged  int          // seconds written to log
+	spool   *hlogSpool   // nil: the interval log is all in log
+	errs    int64        // failed ops, in every second
+	request bool         // a request, not an observed op such as a notification
 }
 
 // second is one second of one workload × op, by completion time.
@@ -292,6 +296,7 @@ func (c *Collector) add(s *Sample) {
 			}
 		}
 	} else {
+		st.errs++
 		row.errs++
 		row.byClass[ci]++
 	}
@@ -313,7 +318,7 @@ func (c *Collector) state(workload, op string) *opState {
 	}
 	st, ok := c.ops[k]
 	if !ok {
-		st = &opState{opKey: k, phases: make([]*cell, len(c.phases)), writes: c.wlTrack(workload)}
+		st = &opState{opKey: k, phases: make([]*cell, len(c.phases)), writes: c.wlTrack(workload), request: !plan.Observed(op)}
 		c.startLog(st)
 		c.ops[k] = st
 	}

@@ -580,3 +580,51 @@ func TestPhaseResources(t *testing.T) {
 		t.Errorf("runner by phase: a %+v, b %+v; want 2 samples each, some CPU", a[results.RunnerNode], b[results.RunnerNode])
 	}
 }
+
+// TestProgress checks that the progress read of a second agrees with the
+// rendered per-second series, for requests only, sealed or not.
+func TestProgress(t *testing.T) {
+	c := newTestCollector(span("p", 0, 10*s))
+	var samples []Sample
+	for i := range 300 {
+		at := time.Duration(i) * 10 * ms
+		lat := time.Duration(1+i%40) * ms
+		samples = append(samples, put(at, at, at+lat, ""), get(at, at, at+2*lat, ""))
+		if i%7 == 0 {
+			samples = append(samples, get(at, at, at+lat, plan.ErrTimeout))
+		}
+		// A notification is no request: in neither figure.
+		samples = append(samples, Sample{Workload: "w", Op: plan.OpNotify, Intended: at, Start: at, End: at + 900*ms, Class: map[bool]string{true: plan.ErrTimeout}[i%3 == 0]})
+	}
+	record(c, samples...)
+	for _, sealed := range []int{0, 2} {
+		c.mu.Lock()
+		c.merge()
+		c.seal(sealed)
+		c.mu.Unlock()
+		snap := c.Snapshot()
+		for k := -1; k <= 4; k++ {
+			var want Progress
+			for _, sr := range snap.Series {
+				if plan.Observed(sr.Op) {
+					continue
+				}
+				for _, pt := range sr.Points {
+					want.Errors += pt.Errors
+					if int(pt.AtMS/1000) == k {
+						want.Ops += pt.Ops
+						if pt.P99MS != nil {
+							want.P99MS = max(want.P99MS, *pt.P99MS)
+						}
+					}
+				}
+			}
+			if got := c.Progress(k); got != want {
+				t.Errorf("sealed up to %d, second %d: Progress %+v, series say %+v", sealed, k, got, want)
+			}
+			if k >= 0 && k < 3 && want.Ops == 0 {
+				t.Errorf("second %d: no requests; the test's samples cover it", k)
+			}
+		}
+	}
+}

@@ -199,3 +199,60 @@ func BenchmarkMerge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTick measures one collector tick of a 2,000 ops/s run: a second
+// of 1,000 puts and 1,000 gets merged, then sealed (percentiles, interval
+// log lines, write log). The tick's time is time the dispatcher may wait
+// for a core on a 2-core machine.
+func BenchmarkTick(b *testing.B) {
+	c := newTestCollector(span("p", 0, time.Hour))
+	sk := c.NewSink()
+	b.ReportAllocs()
+	for k := 0; b.Loop(); k++ {
+		base := time.Duration(k%3600) * s
+		for i := range 1000 {
+			at := base + time.Duration(i)*ms
+			lat := time.Duration(500+i%5000) * time.Microsecond
+			sk.Record(put(at, at, at+lat, ""))
+			sk.Record(get(at, at, at+lat, ""))
+		}
+		c.mu.Lock()
+		c.merge()
+		c.seal(k%3600 + 1)
+		c.mu.Unlock()
+	}
+}
+
+// BenchmarkProgressHour compares what a progress line cost an hour into
+// a run: the whole Snapshot it used to render (the reference), and
+// Progress.
+func BenchmarkProgressHour(b *testing.B) {
+	const seconds = 3600
+	c := newTestCollector(span("p", 0, seconds*s))
+	sk := c.NewSink()
+	for k := range seconds {
+		for i := range 10 {
+			at := time.Duration(k)*s + time.Duration(i)*100*ms
+			sk.Record(put(at, at, at+2*ms, ""))
+			sk.Record(get(at, at, at+ms, ""))
+		}
+		if k%100 == 99 {
+			c.mu.Lock()
+			c.merge()
+			c.seal(k)
+			c.mu.Unlock()
+		}
+	}
+	b.Run("snapshot", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = c.Snapshot()
+		}
+	})
+	b.Run("progress", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = c.Progress(seconds - 10)
+		}
+	})
+}

@@ -33,8 +33,7 @@ func (c *Collector) startLog(st *opState) {
 			w = st.spool.buf
 		}
 	}
-	st.logw = hdr.NewHistogramLogWriter(w)
-	st.logw.SetBaseTime(c.base.UnixMilli())
+	st.logw = w
 }
 
 // hlogSpool is an op's interval log in a spool file. Lines are buffered on
@@ -102,10 +101,8 @@ func (c *Collector) logSeconds(st *opState, upTo int) {
 				}
 				h = empty
 			}
-			h.SetTag(tag)
-			h.SetStartTimeMs(baseMs + int64(k)*1000)
-			h.SetEndTimeMs(baseMs + int64(k+1)*1000)
-			if err := st.logw.OutputIntervalHistogram(h); err != nil && c.logErr == nil {
+			start := baseMs + int64(k)*1000
+			if err := c.lines.write(st.logw, h, tag, baseMs, start, start+1000); err != nil && c.logErr == nil {
 				c.logErr = fmt.Errorf("interval log %s.%s second %d: %w", st.workload, st.op, k, err)
 			}
 		}

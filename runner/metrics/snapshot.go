@@ -18,6 +18,44 @@ func (c *Collector) Results() *results.Results {
 	return c.Snapshot()
 }
 
+// Progress is what a progress line shows of one second.
+type Progress struct {
+	Ops    int64   // requests completed in the second, failed or not
+	P99MS  float64 // their worst p99 over the ops; 0 when none succeeded
+	Errors int64   // requests failed in the whole run so far
+}
+
+// Progress reads second k for a progress line, requests only (not
+// notifications and other observed ops), from what the collector's last
+// tick merged. Unlike Snapshot it neither merges nor renders the run, so
+// its cost does not grow with the run's length: a progress line once a
+// second would otherwise rebuild every second's row and every phase's
+// histograms each time.
+func (c *Collector) Progress(k int) Progress {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var p Progress
+	for _, st := range c.ops {
+		if !st.request {
+			continue
+		}
+		p.Errors += st.errs
+		if k < 0 || k >= len(st.seconds) {
+			continue
+		}
+		row := &st.seconds[k]
+		p.Ops += row.ok + row.errs
+		p99, ok := row.p99, row.hasLatency
+		if !row.sealed && row.corrected != nil {
+			p99, ok = row.corrected.ValueAtQuantile(99), true
+		}
+		if ok {
+			p.P99MS = max(p.P99MS, float64(p99)/1000)
+		}
+	}
+	return p
+}
+
 // Snapshot returns everything measured so far without ending the run:
 // pending samples are merged, and while the run goes on, write gaps and
 // leader-less time are measured up to now rather than to the phases' ends.

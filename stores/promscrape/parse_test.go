@@ -1,10 +1,20 @@
 package promscrape
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
+	"maps"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/storetest"
@@ -90,7 +100,11 @@ s1{quantile="0.5"} 99
 		{name: "bad bound", text: "# TYPE h histogram\nh_bucket{le=\"x\"} 1\n", wantErr: "line 2: expected float as value for 'le' label"},
 		{name: "unterminated label", text: "c{a=\"x} 1\n", wantErr: "line 1: label value \"x} 1\" contains unescaped new-line"},
 		{name: "no name", text: "{a=\"x\"} 1\n", wantErr: "line 1: invalid metric name"},
-		{name: "bad line of another family", text: "other{ 1x\nc 1\n", wantErr: `line 1: invalid label name for metric "other"`},
+		// Lines of families not named are not parsed, and the lines of an
+		// error are the answer's, not the kept ones'.
+		{name: "bad line of another family", text: "other{ 1x\nc 1\n", want: map[string]stores.MetricValue{"c": {Value: 1}}},
+		{name: "error after skipped lines", text: "# a comment\nother 1\n\n# TYPE g gauge\ng{a=\"x} 1\n", wantErr: "line 5: label value \"x} 1\" contains unescaped new-line"},
+		{name: "quoted names go to the parser", text: "{\"c\"} 4\n", want: map[string]stores.MetricValue{"c": {Value: 4}}},
 		{name: "no value", text: "c\n", wantErr: `line 1: expected float as value, got ""`},
 		{name: "type after samples", text: "c 1\n# TYPE c counter\nc 2\n", wantErr: "line 2: second TYPE line"},
 		{name: "last line cut", text: "c 1\nc 2", wantErr: "unexpected end of input"},
@@ -135,5 +149,124 @@ func TestMergeBuckets(t *testing.T) {
 				t.Errorf("mergeBuckets = %s; want %s", g, w)
 			}
 		})
+	}
+}
+
+// etcdMetrics is a whole answer of a single etcd 3.5.17's /metrics after
+// 50 puts, and a metric for every third of its families, of the family's
+// own kind.
+func etcdMetrics(t testing.TB) ([]byte, []Metric) {
+	f, err := os.Open("testdata/etcd-3.5.17-metrics.txt.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := parseWhole(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[dto.MetricType]string{
+		dto.MetricType_COUNTER: stores.MetricCounter, dto.MetricType_GAUGE: stores.MetricGauge,
+		dto.MetricType_UNTYPED: stores.MetricGauge, dto.MetricType_SUMMARY: stores.MetricSummary,
+		dto.MetricType_HISTOGRAM: stores.MetricHistogram,
+	}
+	var ms []Metric
+	for i, name := range slices.Sorted(maps.Keys(all)) {
+		if i%3 == 0 {
+			ms = append(ms, Metric{stores.ServerMetric{Name: name, Kind: kinds[all[name].GetType()]}, []string{name}})
+		}
+	}
+	return text, ms
+}
+
+// TestParseSkipsOnlyOtherFamilies checks that reading only the named
+// families' lines gives what parsing the whole answer gave, on a real one.
+func TestParseSkipsOnlyOtherFamilies(t *testing.T) {
+	text, ms := etcdMetrics(t)
+	all, err := parseWhole(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]stores.MetricValue{}
+	for _, m := range ms {
+		if v, ok, err := value(m, all); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			want[m.Name] = v
+		}
+	}
+	got, err := Parse(bytes.NewReader(text), ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 20 {
+		t.Fatalf("only %d metrics read from the whole answer", len(want))
+	}
+	if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
+		t.Errorf("Parse = %s\nwant    %s", g, w)
+	}
+}
+
+// TestParseLongLines checks lines longer than the reader's buffer, kept
+// and skipped.
+func TestParseLongLines(t *testing.T) {
+	long := strings.Repeat("x", 20_000)
+	text := "other{a=\"" + long + "\"} 1\n# HELP c " + long + "\nc{a=\"" + long + "\"} 2\nc{a=\"y\"} 3"
+	got, err := Parse(strings.NewReader(text+"\n"), testMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got["c"].Value; v != 5 {
+		t.Errorf("c = %v, want 5", v)
+	}
+	// The last line, cut, is still the answer's fourth.
+	if _, err := Parse(strings.NewReader(text+" 4"), testMetrics); err == nil || !strings.Contains(err.Error(), "line 4") {
+		t.Errorf("cut line: error %v, want one in line 4", err)
+	}
+}
+
+func BenchmarkParseEtcd(b *testing.B) {
+	text, ms := etcdMetrics(b)
+	ms = ms[:min(len(ms), 12)]
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, err := Parse(bytes.NewReader(text), ms); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// parseWhole parses every family of an answer, as Parse once did.
+func parseWhole(text []byte) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(bytes.NewReader(text))
+}
+
+// BenchmarkParseEtcdWhole is the reference for BenchmarkParseEtcd: every
+// family parsed, as Parse did before it skipped the others.
+func BenchmarkParseEtcdWhole(b *testing.B) {
+	text, ms := etcdMetrics(b)
+	ms = ms[:min(len(ms), 12)]
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		all, err := parseWhole(text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range ms {
+			if _, _, err := value(m, all); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
