@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -18,14 +19,20 @@ import (
 var breakdown = flag.Bool("breakdown", false,
 	"also run the breakdown contenders (engine with a plain clientv3 client, plain loops) that show where our overhead lies")
 
-// rounds is how often each contender runs per case. Runs alternate within a
-// round (theirs, ours, ...; then again) and each ratio pairs the runs of one
-// round, so drift over the run falls on both sides of every ratio alike.
-// Eight is the fewest whose paired 95% interval cuts more than the extreme
-// rounds (compare.SignedRank: 6 is the fewest bounded at all). Per-round
-// ratios that spread by ±15%, as on the machine of the README's figures,
-// gave ±8% and ±12%.
-var rounds = flag.Int("rounds", 8, "runs of each contender per case, alternating")
+// rounds is the fewest runs of each contender per case. Runs alternate
+// within a round (theirs, ours, ...; then again) and each ratio pairs the
+// runs of one round, so drift over the run falls on both sides of every
+// ratio alike. Eight is the fewest whose paired 95% interval cuts more than
+// the extreme rounds (compare.SignedRank: 6 is the fewest bounded at all).
+// Per-round ratios that spread by ±15%, as on the machine of the README's
+// figures, gave ±8% and ±12% from eight, so rounds go on past it (see
+// moreRounds) until the throughput interval is within ±width or maxRounds
+// have run.
+var (
+	rounds    = flag.Int("rounds", 8, "fewest runs of each contender per case, alternating")
+	maxRounds = flag.Int("max-rounds", 20, "most runs of each contender per case: rounds go on past -rounds until the throughput ratio's 95% interval is within ±width")
+	width     = flag.Float64("width", 0.10, "the throughput ratio's 95% interval half-width, relative to its median, at which rounds stop once -rounds have run")
+)
 
 // putCases are issue 3's two load points. Totals are sized so that one run
 // takes well under a minute on a 2-core machine.
@@ -151,7 +158,8 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 	if err := warmUp(ctx, cl, cs[0], c); err != nil {
 		return r, fmt.Errorf("%s warm-up: %w", c.name, err)
 	}
-	for round := range max(*rounds, 1) {
+	oursAt := slices.Index(r.names, ours)
+	for round := 0; moreRounds(round, *rounds, *maxRounds, *width, each(r.runs[0], rate), each(r.runs[oursAt], rate)); round++ {
 		var theirs time.Duration
 		for i, ct := range cs {
 			if err := cl.reset(ctx); err != nil {
@@ -215,9 +223,9 @@ func printTable(w io.Writer, all []caseResult) {
 		return
 	}
 	fmt.Fprintf(w, "\netcd %s put, 3 nodes on loopback, all requests to the leader, key %d B, value %d B, 2 cores shared by client and cluster;\n"+
-		"runs alternate between tools, %d rounds; ratio = over etcd benchmark's in the same round; median lines: the median of those ratios\n"+
+		"runs alternate between tools, rounds %s; ratio = over etcd benchmark's in the same round; median lines: the median of those ratios\n"+
 		"and its %.0f%% interval (compare's paired Wilcoxon signed-rank interval on the logarithms)\n",
-		etcdVersion, all[0].c.keySize, all[0].c.valueSize, len(all[0].runs[0]), 100*(1-ratioAlpha))
+		etcdVersion, all[0].c.keySize, all[0].c.valueSize, roundsPerCase(all), 100*(1-ratioAlpha))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tratio\t")
 	for _, r := range all {
@@ -249,4 +257,14 @@ func printTable(w io.Writer, all []caseResult) {
 		}
 	}
 	tw.Flush()
+}
+
+// roundsPerCase says how many rounds each case ran, as "case: n, ...":
+// rounds go on until the interval is narrow, so cases differ.
+func roundsPerCase(all []caseResult) string {
+	parts := make([]string, len(all))
+	for i, r := range all {
+		parts[i] = fmt.Sprintf("%s: %d", r.c.name, len(r.runs[0]))
+	}
+	return strings.Join(parts, ", ")
 }

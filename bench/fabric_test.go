@@ -46,7 +46,8 @@ phase "load" {
 // no effect written straight from the reader ("direct"); and with every
 // packet queued through the shaper's per-pair scheduler ("engaged", the
 // path every shaped packet takes and what runs use), interleaved over
-// -rounds rounds. It reports the median throughput relative to loopback's,
+// rounds (-rounds, then more until both ratios' intervals are within
+// ±width or -max-rounds have run; see moreRounds). It reports the median throughput relative to loopback's,
 // with the paired interval of compare's signed-rank test, and the runner's
 // CPU per put: the load generator alone on loopback, the load generator and
 // the shaper (which runs in the runner's process) otherwise, so the
@@ -66,7 +67,7 @@ func BenchmarkFabricOverhead(b *testing.B) {
 	}
 	rps, cpu := map[string][]float64{}, map[string][]float64{}
 	for b.Loop() {
-		for round := range max(*rounds, 1) {
+		for round := 0; moreRounds(round, *rounds, *maxRounds, *width, rps["loopback"], rps["direct"], rps["engaged"]); round++ {
 			for _, m := range modes {
 				ctx, cancel := context.WithTimeout(b.Context(), runTimeout)
 				res, err := runner.Run(ctx, build.Plans[0], runner.Options{StateDir: b.TempDir(), Network: m.network})
