@@ -40,18 +40,21 @@ phase "load" {
 }
 `
 
-// BenchmarkFabricOverhead runs the same etcd put load three ways in one
+// BenchmarkFabricOverhead runs the same etcd put load four ways in one
 // process: on loopback; with every node and the clients in network
 // namespaces connected through the userspace shaper, packets on links with
-// no effect written straight from the reader ("direct"); and with every
-// packet queued through the shaper's per-pair scheduler ("engaged", the
-// path every shaped packet takes and what runs use), interleaved over
-// rounds (-rounds, then more until both ratios' intervals are within
-// ±width or -max-rounds have run; see moreRounds). It reports the median throughput relative to loopback's,
-// with the paired interval of compare's signed-rank test, and the runner's
-// CPU per put: the load generator alone on loopback, the load generator and
-// the shaper (which runs in the runner's process) otherwise, so the
-// difference is what the shaper costs per request.
+// no effect written straight from the reader ("direct"); with every packet
+// queued through the shaper's per-pair scheduler ("engaged", the path every
+// shaped packet takes and what runs use); and engaged with the TUN
+// devices' TCP segmentation offload off, every packet of the MTU
+// ("engaged-no-tso", what the offload saves). Runs interleave over rounds
+// (-rounds, then more until every ratio's interval is within ±width or
+// -max-rounds have run; see moreRounds). It reports the median throughput
+// relative to loopback's, with the paired interval of compare's
+// signed-rank test, and the runner's CPU per put: the load generator alone
+// on loopback, the load generator and the shaper (which runs in the
+// runner's process) otherwise, so the difference is what the shaper costs
+// per request.
 func BenchmarkFabricOverhead(b *testing.B) {
 	if err := fabric.Available(); err != nil {
 		b.Skipf("needs network namespaces: %v", err)
@@ -64,10 +67,11 @@ func BenchmarkFabricOverhead(b *testing.B) {
 		{"loopback", ""},
 		{"direct", runner.NetworkDirect},
 		{"engaged", runner.NetworkEngaged},
+		{"engaged-no-tso", runner.NetworkEngagedNoOffload},
 	}
 	rps, cpu := map[string][]float64{}, map[string][]float64{}
 	for b.Loop() {
-		for round := 0; moreRounds(round, *rounds, *maxRounds, *width, rps["loopback"], rps["direct"], rps["engaged"]); round++ {
+		for round := 0; moreRounds(round, *rounds, *maxRounds, *width, rps["loopback"], rps["direct"], rps["engaged"], rps["engaged-no-tso"]); round++ {
 			for _, m := range modes {
 				ctx, cancel := context.WithTimeout(b.Context(), runTimeout)
 				res, err := runner.Run(ctx, build.Plans[0], runner.Options{StateDir: b.TempDir(), Network: m.network})

@@ -43,6 +43,12 @@ type Host struct {
 	attach int    // pid whose namespace this is; 0 for one the fabric made
 	tun    *os.File
 	ip     string // iproute2 binary
+
+	// Guarded by the Fabric's mu: whether the TUN device hands over TCP
+	// segments of up to 64 KiB, and which of the host's outgoing links
+	// act per packet, which such segments would defeat.
+	tso       bool
+	perPacket map[int]bool // by destination host id
 }
 
 // NetnsPath is where the host's namespace is pinned.
@@ -77,6 +83,12 @@ type Options struct {
 	Seed int64
 	// Logger receives setup and teardown events; nil discards them.
 	Logger *slog.Logger
+	// NoOffload makes every TUN device hand the shaper packets of the
+	// device's MTU, as before offloads were used (for measuring what the
+	// offloads save). By default a host's device hands over TCP segments
+	// of up to 64 KiB while none of its outgoing links drops, jitters or
+	// limits the rate of packets (see SetLinks).
+	NoOffload bool
 	// Kernel builds the reference network instead of the shaper: every
 	// host joined by a veth pair to a bridge in a namespace of the
 	// fabric's own, partitions made by iptables. Links can only be cut.
@@ -89,6 +101,7 @@ type Fabric struct {
 	byName map[string]*Host
 	router *shaper.Router // nil on the kernel backend
 	kernel *kernelNet     // nil on the shaper
+	vnet   bool           // TUN frames carry virtio-net headers (offloads)
 	log    *slog.Logger
 	ip     string
 
@@ -155,7 +168,12 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 		ip:     ip,
 	}
 	if !opts.Kernel {
-		f.router = shaper.New(shaper.Options{Engage: opts.Engage, Seed: opts.Seed, Logger: log})
+		f.vnet = !opts.NoOffload
+		hlen := 0
+		if f.vnet {
+			hlen = vnetHeaderLen
+		}
+		f.router = shaper.New(shaper.Options{Engage: opts.Engage, Seed: opts.Seed, Logger: log, HeaderLen: hlen})
 	}
 	defer func() {
 		if err != nil {
@@ -216,11 +234,11 @@ func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 	if f.kernel != nil {
 		return f.addKernelHost(ctx, h)
 	}
-	tun, err := openTUN(h.NetnsPath())
+	tun, err := openTUN(h.NetnsPath(), f.vnet)
 	if err != nil {
 		return err
 	}
-	h.tun = tun
+	h.tun, h.tso = tun, f.vnet
 	for _, args := range [][]string{
 		{"-n", h.ns, "link", "set", "lo", "up"},
 		{"-n", h.ns, "addr", "add", h.Addr.String() + "/32", "dev", tunName},
@@ -252,9 +270,57 @@ func (f *Fabric) SetLinks(ctx context.Context, changes []LinkChange) error {
 	if f.kernel != nil {
 		return f.setKernelLinks(ctx, changes)
 	}
+	var errs []error
 	for _, c := range changes {
+		// Segmentation offload off before a link acts per packet, so that
+		// loss, jitter and rate apply to packets of the MTU, as on a
+		// wire; a segment already queued or in flight is still shaped
+		// whole.
+		if err := f.trackPerPacket(c); err != nil {
+			errs = append(errs, err)
+		}
 		f.router.SetLink(c.From.ID, c.To.ID, c.Link)
 	}
+	return errors.Join(errs...)
+}
+
+// trackPerPacket records whether c's link acts on each packet (loss,
+// jitter, a rate) and switches its source's TCP segmentation offload off
+// while any of that host's outgoing links does, on again once none does.
+func (f *Fabric) trackPerPacket(c LinkChange) error {
+	if !f.vnet {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := c.From
+	if f.closed || h.tun == nil {
+		return nil
+	}
+	if l := c.Link; l.Loss > 0 || l.Jitter > 0 || l.Rate > 0 {
+		if h.perPacket == nil {
+			h.perPacket = map[int]bool{}
+		}
+		h.perPacket[c.To.ID] = true
+	} else {
+		delete(h.perPacket, c.To.ID)
+	}
+	want := len(h.perPacket) == 0
+	if want == h.tso {
+		return nil
+	}
+	sc, err := h.tun.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("fabric: host %s: %w", h.Name, err)
+	}
+	var serr error
+	if err := sc.Control(func(fd uintptr) { serr = setOffload(int(fd), want) }); err != nil {
+		return fmt.Errorf("fabric: host %s: %w", h.Name, err)
+	}
+	if serr != nil {
+		return fmt.Errorf("fabric: host %s: %w", h.Name, serr)
+	}
+	h.tso = want
 	return nil
 }
 

@@ -73,10 +73,21 @@ func inNetns(path string, fn func() error) error {
 	return ferr
 }
 
+// The virtio-net header a TUN device opened with IFF_VNET_HDR puts before
+// every frame (struct virtio_net_hdr: flags, gso_type, hdr_len, gso_size,
+// csum_start, csum_offset), and the offloads TUNSETOFFLOAD takes
+// (linux/if_tun.h).
+const (
+	vnetHeaderLen  = 10
+	tunOffloadCSum = 0x01 // TUN_F_CSUM: frames may leave their checksum to the receiver
+	tunOffloadTSO4 = 0x02 // TUN_F_TSO4: TCP over IPv4 may come as segments of up to 64 KiB
+)
+
 // openTUN creates the TUN device inside the namespace at nsPath and returns
 // it as a non-blocking file, so reads honour deadlines and Close unblocks
-// them.
-func openTUN(nsPath string) (*os.File, error) {
+// them. With vnet, every frame carries a virtio-net header and the device
+// takes checksum and TCP segmentation offloads (see setOffload).
+func openTUN(nsPath string, vnet bool) (*os.File, error) {
 	var f *os.File
 	err := inNetns(nsPath, func() error {
 		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
@@ -88,15 +99,41 @@ func openTUN(nsPath string) (*os.File, error) {
 			unix.Close(fd)
 			return err
 		}
-		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		flags := uint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		if vnet {
+			flags |= unix.IFF_VNET_HDR
+		}
+		ifr.SetUint16(flags)
 		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 			unix.Close(fd)
 			return fmt.Errorf("create TUN device: %w", err)
+		}
+		if vnet {
+			if err := setOffload(fd, true); err != nil {
+				unix.Close(fd)
+				return err
+			}
 		}
 		f = os.NewFile(uintptr(fd), "tun:"+nsPath)
 		return nil
 	})
 	return f, err
+}
+
+// setOffload tells the kernel which offloads the reader of a TUN device
+// with IFF_VNET_HDR takes: checksums always, and with tso TCP segments of
+// up to 64 KiB, so that one frame carries what would otherwise be up to
+// 44 packets of the device's MTU. Without tso the kernel cuts segments to
+// the MTU before the device sees them.
+func setOffload(fd int, tso bool) error {
+	flags := tunOffloadCSum
+	if tso {
+		flags |= tunOffloadTSO4
+	}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, flags); err != nil {
+		return fmt.Errorf("set TUN offloads %#x: %w", flags, err)
+	}
+	return nil
 }
 
 // dialIn dials addr from inside the namespace at nsPath. The socket is

@@ -58,7 +58,9 @@ type Options struct {
 	// for overhead measurements: NetworkEngaged as a shaped run uses it,
 	// every packet queued through the shaper's per-pair scheduler;
 	// NetworkDirect with packets on unshaped links written straight from
-	// the reader instead. NetworkKernel builds the kernel reference
+	// the reader instead; NetworkEngagedNoOffload engaged with the TUN
+	// devices' TCP segmentation offload off, every packet of the MTU (what
+	// the offload saves). NetworkKernel builds the kernel reference
 	// instead of the shaper (veth links to a bridge, partitions by
 	// iptables; no shaping), to check the shaper's faults against. ""
 	// leaves the choice to the plan.
@@ -77,9 +79,10 @@ type Options struct {
 
 // Values of Options.Network.
 const (
-	NetworkEngaged = "engaged"
-	NetworkDirect  = "direct"
-	NetworkKernel  = "kernel"
+	NetworkEngaged          = "engaged"
+	NetworkEngagedNoOffload = "engaged-no-offload"
+	NetworkDirect           = "direct"
+	NetworkKernel           = "kernel"
 )
 
 const (
@@ -392,9 +395,10 @@ func (x *execution) startFabric(ctx context.Context) error {
 		// to the destinations while the readers go on reading, which
 		// measured faster for etcd than writing from the reader (put
 		// throughput 0.81-0.88 of loopback engaged, 0.72-0.84 direct).
-		Engage: x.opts.Network != NetworkDirect,
-		Kernel: x.opts.Network == NetworkKernel,
-		Logger: x.log,
+		Engage:    x.opts.Network != NetworkDirect,
+		Kernel:    x.opts.Network == NetworkKernel,
+		NoOffload: x.opts.Network == NetworkEngagedNoOffload,
+		Logger:    x.log,
 	})
 	if err != nil {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))

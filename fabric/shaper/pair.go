@@ -106,25 +106,42 @@ func (r *Router) schedule(ctx context.Context, p *pair) {
 	}
 }
 
-// packet is a queued packet in a pooled buffer.
+// packet is a queued frame in a pooled buffer.
 type packet struct {
 	due int64 // on the Router's now clock
 	b   []byte
 }
 
-var packets = sync.Pool{New: func() any { return &packet{b: make([]byte, 0, 2048)} }}
+// Queued frames are copied into pooled buffers of two sizes, so that a
+// queue of small packets never holds buffers sized for TSO segments.
+const (
+	smallFrame = 2048
+	largeFrame = 80 << 10 // a 64 KiB IPv4 packet and any header before it
+)
+
+var (
+	smallPackets = sync.Pool{New: func() any { return &packet{b: make([]byte, 0, smallFrame)} }}
+	largePackets = sync.Pool{New: func() any { return &packet{b: make([]byte, 0, largeFrame)} }}
+)
 
 func getPacket(b []byte) *packet {
-	pk := packets.Get().(*packet)
+	pool := &smallPackets
+	if len(b) > smallFrame {
+		pool = &largePackets
+	}
+	pk := pool.Get().(*packet)
 	pk.b = append(pk.b[:0], b...)
 	return pk
 }
 
 func putPacket(pk *packet) {
-	if cap(pk.b) > 16<<10 {
-		pk.b = make([]byte, 0, 2048) // don't pool rare jumbo buffers
+	switch cap(pk.b) {
+	case smallFrame:
+		smallPackets.Put(pk)
+	case largeFrame:
+		largePackets.Put(pk)
 	}
-	packets.Put(pk)
+	// Anything else grew past its pool's size: let it go.
 }
 
 // ring is a FIFO of packets that grows by doubling and never shrinks.

@@ -61,6 +61,14 @@ type Options struct {
 	Seed int64
 	// Logger receives start, stop and error events; nil discards them.
 	Logger *slog.Logger
+	// HeaderLen is how many bytes come before the IPv4 packet in every
+	// frame a device reads and writes: a virtio-net header on a TUN
+	// device opened with IFF_VNET_HDR, so that the kernel can hand over
+	// TCP segments of up to 64 KiB (TSO) and leave checksums to the
+	// receiving stack. The router forwards a frame as read, header and
+	// all, and writes zeros (no offload asked) before the replies it
+	// makes. 0: frames are bare IPv4 packets.
+	HeaderLen int
 }
 
 // DefaultQueueLimit is the QueueLimit used when Options leaves it 0.
@@ -79,6 +87,7 @@ const (
 type Router struct {
 	opts  Options
 	limit int64
+	hlen  int // Options.HeaderLen
 	log   *slog.Logger
 	epoch time.Time // origin of the monotonic nanosecond clock of now
 
@@ -132,6 +141,7 @@ func New(opts Options) *Router {
 	r := &Router{
 		opts:   opts,
 		limit:  limit,
+		hlen:   max(opts.HeaderLen, 0),
 		log:    log,
 		epoch:  time.Now(),
 		byID:   map[int]*host{},
@@ -149,8 +159,9 @@ func (r *Router) now() int64 { return int64(time.Since(r.epoch)) }
 // destination IPv4 address; packets for addr are written to dev. It must
 // be called before Run.
 //
-// Each Read of dev must return exactly one IPv4 packet and each Write must
-// take one, as a TUN device opened with IFF_NO_PI does. Write must be safe
+// Each Read of dev must return exactly one frame (Options.HeaderLen bytes,
+// then one IPv4 packet) and each Write must take one, as a TUN device
+// opened with IFF_NO_PI does. Write must be safe
 // for concurrent use (an *os.File is) and should not block: it is called
 // by the goroutine reading the source host for unshaped packets, and by
 // the pair's scheduler otherwise. See Run for how reads are stopped.
@@ -285,7 +296,7 @@ func (r *Router) readLoop(ctx context.Context, h *host) error {
 	}
 	// One scratch buffer per device: unshaped packets are written from it
 	// without a copy; queued ones are copied into pooled buffers.
-	buf := make([]byte, maxPacket)
+	buf := make([]byte, r.hlen+maxPacket)
 	rng := rand.New(rand.NewPCG(uint64(r.opts.Seed), uint64(h.idx)))
 	for {
 		n, err := h.dev.Read(buf)
@@ -317,9 +328,14 @@ func (r *Router) readLoop(ctx context.Context, h *host) error {
 	}
 }
 
-// route shapes one packet read from h. It runs on h's reader goroutine,
+// route shapes one frame read from h. It runs on h's reader goroutine,
 // which alone enqueues to h's pairs and owns their schedule state.
-func (r *Router) route(ctx context.Context, h *host, pkt []byte, rng *rand.Rand) {
+func (r *Router) route(ctx context.Context, h *host, frame []byte, rng *rand.Rand) {
+	if len(frame) < r.hlen {
+		h.notIPv4.Add(1)
+		return
+	}
+	pkt := frame[r.hlen:]
 	if len(pkt) < ipv4HeaderLen || pkt[0]>>4 != 4 {
 		h.notIPv4.Add(1)
 		return
@@ -338,8 +354,8 @@ func (r *Router) route(ctx context.Context, h *host, pkt []byte, rng *rand.Rand)
 		if l.Reject {
 			if reply := rejectReply(pkt); reply != nil {
 				// Back to the sender's own device; Write is safe for
-				// concurrent use.
-				if _, err := h.dev.Write(reply); err == nil {
+				// concurrent use. A zero header asks for no offload.
+				if _, err := h.dev.Write(append(make([]byte, r.hlen, r.hlen+len(reply)), reply...)); err == nil {
 					p.rejected.Add(1)
 				}
 			}
@@ -349,14 +365,14 @@ func (r *Router) route(ctx context.Context, h *host, pkt []byte, rng *rand.Rand)
 	case !r.opts.Engage && l.immediate() && p.inflight.Load() == 0:
 		// Nothing of this pair is queued, so writing now cannot overtake
 		// an earlier packet (the scheduler decrements after writing).
-		p.write(ctx, r, pkt)
+		p.write(ctx, r, frame)
 	default:
-		r.enqueue(ctx, p, l, pkt, rng)
+		r.enqueue(ctx, p, l, frame, rng)
 	}
 }
 
-// enqueue computes a packet's due time and queues it on its pair.
-func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, pkt []byte, rng *rand.Rand) {
+// enqueue computes a frame's due time and queues it on its pair.
+func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, frame []byte, rng *rand.Rand) {
 	if p.inflight.Load() >= r.limit {
 		p.overflow.Add(1)
 		return
@@ -366,7 +382,7 @@ func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, pkt []byte, rng 
 	if l.Rate > 0 {
 		// The link sends one packet at a time; this one arrives once its
 		// last bit is sent, plus the delay.
-		busy = max(now, p.busyUntil) + int64(len(pkt))*8*int64(time.Second)/l.Rate
+		busy = max(now, p.busyUntil) + int64(len(frame)-r.hlen)*8*int64(time.Second)/l.Rate
 		due = busy
 	}
 	delay := int64(l.Delay)
@@ -376,7 +392,7 @@ func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, pkt []byte, rng 
 	// Never before the previous packet of the pair: FIFO.
 	due = max(due+max(delay, 0), p.lastDue)
 
-	pk := getPacket(pkt)
+	pk := getPacket(frame)
 	pk.due = due
 	p.mu.Lock()
 	wasEmpty := p.q.len() == 0
