@@ -35,14 +35,16 @@ func TestSegmentationOffload(t *testing.T) {
 		opts      Options
 		loss      bool // a lossy link a>b
 		cleared   bool // and then an unshaped one again
+		lossBack  bool // a lossy link b>a: b's device takes segments without making them
 		segmented bool // frames carry several packets' worth on average
 	}{
-		{"offload", Options{}, false, false, true},
-		{"no offload", Options{NoOffload: true}, false, false, false},
-		{"offload, lossy link", Options{}, true, false, false},
-		{"offload, lossy link cleared", Options{}, true, true, true},
-		{"no offload, engaged", Options{NoOffload: true, Engage: true}, false, false, false},
-		{"offload, engaged", Options{Engage: true}, false, false, true},
+		{"offload", Options{}, false, false, false, true},
+		{"no offload", Options{NoOffload: true}, false, false, false, false},
+		{"offload, lossy link", Options{}, true, false, false, false},
+		{"offload, lossy link cleared", Options{}, true, true, false, true},
+		{"offload, lossy link back", Options{}, false, false, true, true},
+		{"no offload, engaged", Options{NoOffload: true, Engage: true}, false, false, false, false},
+		{"offload, engaged", Options{Engage: true}, false, false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +52,11 @@ func TestSegmentationOffload(t *testing.T) {
 			if tt.loss {
 				// A draw that never drops, but a link that acts per packet.
 				if err := f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{Loss: 1e-12}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.lossBack {
+				if err := f.SetLink(f.Host("b"), f.Host("a"), shaper.Link{Loss: 1e-12}); err != nil {
 					t.Fatal(err)
 				}
 			}
