@@ -284,8 +284,8 @@ func (f *Fabric) SetLinks(ctx context.Context, changes []LinkChange) error {
 	return errors.Join(errs...)
 }
 
-// trackPerPacket records whether c's link acts on each packet (loss,
-// jitter, a rate) and switches its source's TCP segmentation offload off
+// trackPerPacket records whether c's link acts on each packet
+// (shaper.Link.PerPacket) and switches its source's TCP segmentation offload off
 // while any of that host's outgoing links does, on again once none does.
 func (f *Fabric) trackPerPacket(c LinkChange) error {
 	if !f.vnet {
@@ -297,7 +297,7 @@ func (f *Fabric) trackPerPacket(c LinkChange) error {
 	if f.closed || h.tun == nil {
 		return nil
 	}
-	if l := c.Link; l.Loss > 0 || l.Jitter > 0 || l.Rate > 0 {
+	if c.Link.PerPacket() {
 		if h.perPacket == nil {
 			h.perPacket = map[int]bool{}
 		}

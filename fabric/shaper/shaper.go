@@ -45,6 +45,13 @@ type Link struct {
 // written at once.
 func (l *Link) immediate() bool { return l.Delay <= 0 && l.Jitter <= 0 && l.Rate <= 0 }
 
+// PerPacket reports whether the link acts on each packet on its own: a
+// loss or jitter draw, or a rate that spaces packets by their size. A
+// TCP segment of 64 KiB must then be cut into the packets of the MTU it
+// stands for before it is shaped. A delay, a partition or nothing at all
+// acts alike on a segment and on the packets it stands for.
+func (l Link) PerPacket() bool { return l.Loss > 0 || l.Jitter > 0 || l.Rate > 0 }
+
 // Options configure a Router.
 type Options struct {
 	// Engage queues every packet through the per-pair scheduler even when

@@ -460,3 +460,23 @@ func TestHistogram(t *testing.T) {
 		t.Errorf("summary n=%d p50=%v p99=%v max=%v", n, p50, p99, mx)
 	}
 }
+
+func TestLinkPerPacket(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		link Link
+		want bool
+	}{
+		{"nothing", Link{}, false},
+		{"delay", Link{Delay: 40 * time.Millisecond}, false},
+		{"partition", Link{Down: true}, false},
+		{"reject", Link{Down: true, Reject: true}, false},
+		{"loss", Link{Loss: 0.01}, true},
+		{"jitter", Link{Delay: time.Millisecond, Jitter: time.Millisecond}, true},
+		{"rate", Link{Rate: 1e6}, true},
+	} {
+		if got := tc.link.PerPacket(); got != tc.want {
+			t.Errorf("%s: PerPacket() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
