@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,5 +105,62 @@ func TestSegmentationOffload(t *testing.T) {
 				t.Errorf("%.0f bytes per frame, more than the MTU of %d: segments were not cut", perFrame, mtu)
 			}
 		})
+	}
+}
+
+// TestRejectSegment cuts a TCP stream carried as segments of many packets
+// with a rejecting partition: the reset the shaper answers a 64 KiB
+// segment with must end the sender's connection at once, as it does for
+// a packet of the MTU.
+func TestRejectSegment(t *testing.T) {
+	f := newFabricWith(t, Options{}, "a", "b")
+	addr, ln, _ := listenIn(t, f.Host("b"), "tcp")
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Minute))
+		io.Copy(io.Discard, c)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := f.Host("a").Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	chunk := make([]byte, 256<<10)
+	var sent int
+	for sent < 8<<20 {
+		n, err := c.Write(chunk)
+		sent += n
+		if err != nil {
+			t.Fatalf("write before the cut: %v", err)
+		}
+	}
+	st := f.Stats()["a>b"]
+	if perFrame := float64(sent) / float64(st.Forwarded); perFrame < 4*1500 {
+		t.Fatalf("%.0f bytes per frame before the cut: no segments to reject", perFrame)
+	}
+	if err := f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{Down: true, Reject: true}); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	var werr error
+	for werr == nil {
+		_, werr = c.Write(chunk)
+	}
+	if errors.Is(werr, os.ErrDeadlineExceeded) {
+		t.Fatalf("the sender still had its connection 10 s after a rejecting cut (%d rejected)", f.Stats()["a>b"].Rejected)
+	}
+	t.Logf("the sender's write failed %s after the cut: %v", time.Since(cut).Round(time.Millisecond), werr)
+	if !errors.Is(werr, syscall.ECONNRESET) && !errors.Is(werr, syscall.EPIPE) {
+		t.Errorf("the sender's write failed with %v, want a reset", werr)
+	}
+	if r := f.Stats()["a>b"].Rejected; r == 0 {
+		t.Error("no packet was answered with a reset")
 	}
 }
