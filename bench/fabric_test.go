@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"text/tabwriter"
 
@@ -47,7 +50,9 @@ phase "load" {
 // queued through the shaper's per-pair scheduler ("engaged", the path every
 // shaped packet takes and what runs use); and engaged with the TUN
 // devices' TCP segmentation offload off, every packet of the MTU
-// ("engaged-no-tso", what the offload saves). Runs interleave over rounds
+// ("engaged-no-tso", what the offload saves). -fabric-modes narrows the
+// comparison to some of them, loopback always kept as the reference, for
+// more rounds in the same time. Runs interleave over rounds
 // (-rounds, then more until every ratio's interval is within ±width or
 // -max-rounds have run; see moreRounds). It reports the median throughput
 // relative to loopback's, with the paired interval of compare's
@@ -63,11 +68,9 @@ func BenchmarkFabricOverhead(b *testing.B) {
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}
-	modes := []struct{ name, network string }{
-		{"loopback", ""},
-		{"direct", runner.NetworkDirect},
-		{"engaged", runner.NetworkEngaged},
-		{"engaged-no-tso", runner.NetworkEngagedNoOffload},
+	modes, err := fabricModes(*fabricModeList)
+	if err != nil {
+		b.Fatal(err)
 	}
 	rps, cpu := map[string][]float64{}, map[string][]float64{}
 	// Every mode's rounds but loopback's, the reference of every ratio.
@@ -122,6 +125,32 @@ func BenchmarkFabricOverhead(b *testing.B) {
 	tw.Flush()
 }
 
+var fabricModeList = flag.String("fabric-modes", "direct,engaged,engaged-no-tso",
+	"the networks BenchmarkFabricOverhead compares with loopback, comma-separated: direct, engaged, engaged-no-tso")
+
+type fabricMode struct{ name, network string }
+
+// fabricModes is loopback, the reference, then the modes named in list.
+func fabricModes(list string) ([]fabricMode, error) {
+	known := []fabricMode{
+		{"direct", runner.NetworkDirect},
+		{"engaged", runner.NetworkEngaged},
+		{"engaged-no-tso", runner.NetworkEngagedNoOffload},
+	}
+	out := []fabricMode{{"loopback", ""}}
+	for _, name := range strings.Split(list, ",") {
+		i := slices.IndexFunc(known, func(m fabricMode) bool { return m.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("-fabric-modes: unknown network %q: write direct, engaged or engaged-no-tso", name)
+		}
+		if slices.Contains(out, known[i]) {
+			return nil, fmt.Errorf("-fabric-modes: %q is named twice", name)
+		}
+		out = append(out, known[i])
+	}
+	return out, nil
+}
+
 // runnerCPUPerRequest is the runner process's CPU per request of a phase,
 // in microseconds, from its mean CPU share over the phase.
 func runnerCPUPerRequest(p *results.Phase) float64 {
@@ -130,4 +159,32 @@ func runnerCPUPerRequest(p *results.Phase) float64 {
 		return 0
 	}
 	return u.CPUMeanPercent / 100 / p.Total.Throughput * 1e6
+}
+
+func TestFabricModes(t *testing.T) {
+	for _, tc := range []struct {
+		list string
+		want []string
+		err  bool
+	}{
+		{"direct,engaged,engaged-no-tso", []string{"loopback", "direct", "engaged", "engaged-no-tso"}, false},
+		{"engaged", []string{"loopback", "engaged"}, false},
+		{"", nil, true},
+		{"loopback", nil, true},
+		{"engaged,engaged", nil, true},
+		{"shaped", nil, true},
+	} {
+		got, err := fabricModes(tc.list)
+		if (err != nil) != tc.err {
+			t.Errorf("fabricModes(%q): error %v, want one: %v", tc.list, err, tc.err)
+			continue
+		}
+		var names []string
+		for _, m := range got {
+			names = append(names, m.name)
+		}
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("fabricModes(%q) = %v, want %v", tc.list, names, tc.want)
+		}
+	}
 }
