@@ -152,7 +152,7 @@ func (d *dockerProvider) launcher(ctx context.Context, c plan.ClusterSpec, drv s
 func (d *dockerProvider) prepare(ctx context.Context, run *process.Run, infra func(string, error) error) error {
 	x := d.c.x
 	if x.docker == nil {
-		ctr, err := container.NewRun(ctx, container.Options{RunID: run.ID(), SandboxImage: images.BaseImage, Logger: x.log, StopGrace: teardownGrace})
+		ctr, err := container.NewRun(ctx, container.Options{RunID: run.ID(), SandboxImage: images.BaseImage, Logger: x.log, StopGrace: x.stopGrace()})
 		if err != nil {
 			return infra("", err)
 		}

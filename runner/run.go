@@ -91,9 +91,12 @@ const (
 	// teardownTimeout bounds teardown, which runs on a fresh context so that
 	// Ctrl-C does not skip it.
 	teardownTimeout = 30 * time.Second
-	// teardownGrace is how long teardown waits after SIGTERM. Short: an
-	// etcd leader stopped with its peers tries to hand over leadership
-	// to members that are going away too, and waits for nothing.
+	// teardownGrace is how long teardown of a kept run (--keep) waits
+	// after SIGTERM. Short: an etcd leader stopped with its peers tries to
+	// hand over leadership to members that are going away too, and waits
+	// for nothing. A run that is not kept is killed at once (see
+	// execution.stopGrace): the node logs were copied before teardown,
+	// and the data goes with the run directory.
 	teardownGrace = 2 * time.Second
 	// preloadWriters is how many writers preload the keyspace at once.
 	preloadWriters = 32
@@ -295,7 +298,7 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 		launches[i] = launch
 	}
 
-	x.proc, err = process.NewRun(process.RunOptions{StateDir: x.opts.StateDir, Keep: x.opts.Keep, Logger: x.log, StopGrace: teardownGrace})
+	x.proc, err = process.NewRun(process.RunOptions{StateDir: x.opts.StateDir, Keep: x.opts.Keep, Logger: x.log, StopGrace: teardownGrace, KillAtClose: true})
 	if err != nil {
 		return nil, x.infra("", "startup", err)
 	}
@@ -496,4 +499,15 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// stopGrace is how long teardown lets each store stop after SIGTERM: a kept
+// run's stores stop gracefully, so that their data directories are those
+// of a clean shutdown; the others are killed at once, since nothing a
+// graceful stop does outlives the run (their logs were copied before).
+func (x *execution) stopGrace() time.Duration {
+	if x.opts.Keep {
+		return teardownGrace
+	}
+	return 0
 }

@@ -573,3 +573,47 @@ func shorten(s string) string {
 	}
 	return s
 }
+
+// TestCloseKillsUnkept: with KillAtClose, Close kills the nodes of a run
+// whose directory goes with it, and stops those of a kept run gracefully.
+func TestCloseKillsUnkept(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		opts       RunOptions
+		keepLater  bool
+		wantSignal string
+	}{
+		{name: "graceful by default", wantSignal: "terminated"},
+		{name: "killed when not kept", opts: RunOptions{KillAtClose: true}, wantSignal: "killed"},
+		{name: "graceful when kept", opts: RunOptions{KillAtClose: true, Keep: true}, wantSignal: "terminated"},
+		{name: "graceful when kept later", opts: RunOptions{KillAtClose: true}, keepLater: true, wantSignal: "terminated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.StopGrace = 20 * time.Second
+			r := newTestRun(t, tc.opts)
+			ready := filepath.Join(t.TempDir(), "pid")
+			n, err := r.AddNode("n1", helperSpec("-pidfile", ready))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			p := readPid(t, ready)
+			if tc.keepLater {
+				if err := r.Keep(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := r.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if e, _ := n.LastExit(); e.Signal != tc.wantSignal || !e.Expected {
+				t.Errorf("LastExit = %+v, want signal %q", e, tc.wantSignal)
+			}
+			if p.alive() {
+				t.Error("process alive after Close")
+			}
+		})
+	}
+}

@@ -56,16 +56,26 @@ type RunOptions struct {
 	// StopGrace is how long Close waits between SIGTERM and SIGKILL.
 	// 0 means DefaultStopGrace.
 	StopGrace time.Duration
+	// KillAtClose makes Close kill the nodes of a run whose directory is
+	// not kept with SIGKILL alone. A graceful stop leaves nothing behind
+	// that outlives the directory Close removes, and it can take its whole
+	// grace: an etcd leader stopped with its peers tries to hand its
+	// leadership over to members that are going away too, and an etcd
+	// member drains its peer listener for a second. A kept run (Keep, or
+	// Keep called later) still stops gracefully, so that its data
+	// directories are those of a clean shutdown.
+	KillAtClose bool
 }
 
 // Run is one run's workspace: a directory that records who owns it and which
 // processes it started, and the nodes started in it. Its methods are safe for
 // concurrent use.
 type Run struct {
-	id    string
-	dir   string
-	log   *slog.Logger
-	grace time.Duration
+	id          string
+	dir         string
+	log         *slog.Logger
+	grace       time.Duration
+	killAtClose bool
 
 	spawnReqs chan spawnReq
 	spawnQuit chan struct{}
@@ -165,16 +175,17 @@ func NewRun(opts RunOptions) (*Run, error) {
 		grace = DefaultStopGrace
 	}
 	r := &Run{
-		id:        id,
-		dir:       dir,
-		log:       log.With("run", id),
-		grace:     grace,
-		spawnReqs: make(chan spawnReq),
-		spawnQuit: make(chan struct{}),
-		spawnDone: make(chan struct{}),
-		keep:      opts.Keep,
-		nodes:     make(map[string]*Node),
-		ports:     make(map[int]bool),
+		id:          id,
+		dir:         dir,
+		log:         log.With("run", id),
+		grace:       grace,
+		killAtClose: opts.KillAtClose,
+		spawnReqs:   make(chan spawnReq),
+		spawnQuit:   make(chan struct{}),
+		spawnDone:   make(chan struct{}),
+		keep:        opts.Keep,
+		nodes:       make(map[string]*Node),
+		ports:       make(map[int]bool),
 	}
 	go r.spawnLoop()
 	r.log.Debug("run created", "dir", dir)
@@ -269,13 +280,18 @@ func (r *Run) close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	nodes := slices.Clone(r.order)
+	kill := r.killAtClose && !r.keep
 	r.mu.Unlock()
 	r.inflight.Wait()
 
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		wg.Go(func() { errs[i] = n.Stop(ctx, r.grace) })
+		if kill {
+			wg.Go(func() { errs[i] = n.Kill() })
+		} else {
+			wg.Go(func() { errs[i] = n.Stop(ctx, r.grace) })
+		}
 	}
 	wg.Wait()
 	close(r.spawnQuit)
