@@ -21,7 +21,9 @@ run: build
 # (TTLs, lock-delays, session expiry) and mostly wait, so they run two
 # packages at a time, Consul's first since it is the longest: each package
 # took as long paired as alone (Consul 88-92 s, etcd 38-46 s, ZooKeeper
-# 38-42 s), and the group 94-104 s instead of about 190.
+# 38-42 s), and the group 94-104 s instead of about 190. Their clusters'
+# ports come from below the kernel's ephemeral range (storetest.FreeAddrs),
+# so the other package's connections cannot take one before it is bound.
 test: vet test-unit test-integration
 
 test-unit:

@@ -7,28 +7,30 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/stores"
 )
 
-// FreeAddrs holds n listeners open at once so the ports differ, then frees
-// them for the store.
+// FreeAddrs returns n distinct loopback addresses whose ports are free for
+// TCP and UDP, drawn from below the kernel's ephemeral range
+// (process.AllocatePorts). A port the kernel picked for a bind to port 0
+// could be taken by any outgoing connection before the store binds it, a
+// cluster's own peers dialing each other or another package's tests
+// running beside this one: make test runs the store drivers' packages two
+// at a time.
 func FreeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var addrs []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
+	ports, err := process.AllocatePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range ls {
-		l.Close()
+	addrs := make([]string, n)
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	}
 	return addrs
 }
