@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -256,6 +257,21 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 			t.Fatalf("timed out after %v waiting until %s", timeout, what)
 		}
 	}
+}
+
+// startReadyNode adds a fake node n1 to r with args, starts it and waits
+// until its signal handlers are in place (it writes its pid file then).
+func startReadyNode(t *testing.T, r *Run, args ...string) (*Node, proc) {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "pid")
+	n, err := r.AddNode("n1", helperSpec(append(args, "-pidfile", ready)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return n, readPid(t, ready)
 }
 
 // readPid waits for a pid file and returns the process it names.

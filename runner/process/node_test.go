@@ -221,16 +221,7 @@ func TestStop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newTestRun(t, RunOptions{})
-			ready := filepath.Join(t.TempDir(), "pid")
-			n, err := r.AddNode("n1", helperSpec(append(tc.args, "-pidfile", ready)...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := n.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			// Signal handlers are in place once the pid file is written.
-			p := readPid(t, ready)
+			n, p := startReadyNode(t, r, tc.args...)
 			if tc.pause {
 				if err := n.Pause(); err != nil {
 					t.Fatal(err)
@@ -591,15 +582,7 @@ func TestCloseKillsUnkept(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.StopGrace = 20 * time.Second
 			r := newTestRun(t, tc.opts)
-			ready := filepath.Join(t.TempDir(), "pid")
-			n, err := r.AddNode("n1", helperSpec("-pidfile", ready))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := n.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			p := readPid(t, ready)
+			n, p := startReadyNode(t, r)
 			if tc.keepLater {
 				if err := r.Keep(); err != nil {
 					t.Fatal(err)
