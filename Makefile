@@ -15,23 +15,26 @@ run: build
 	./$(BIN) run examples/etcd-smoke.hcl --out results/etcd-smoke --overwrite
 
 # Unit tests with the race detector, then integration tests that start real
-# clusters. Those that measure milliseconds (the fabric, the runner, the
-# command) run one package at a time (-p 1): they share two cores. The
-# store drivers' tests and the small provider packages hold to seconds
-# (TTLs, lock-delays, session expiry) and mostly wait, so they run two
-# packages at a time, Consul's first since it is the longest: each package
-# took as long paired as alone (Consul 88-92 s, etcd 38-46 s, ZooKeeper
-# 38-42 s), and the group 94-104 s instead of about 190. Their clusters'
-# ports come from below the kernel's ephemeral range (storetest.FreeAddrs),
-# so the other package's connections cannot take one before it is bound.
+# clusters. Those that measure milliseconds (the fabric and the runner:
+# latency floors, shaper lateness, failover times) run one package at a time
+# (-p 1): they share two cores. The store drivers' tests, the small provider
+# packages and the command's tests hold to seconds (TTLs, lock-delays,
+# session expiry; the command's checks are exit codes, outputs and cleanup)
+# and mostly wait, so they run two packages at a time, the two longest
+# (Consul's and the command's) first: each package took as long paired as
+# alone (Consul 88-92 s, etcd 38-46 s, ZooKeeper 38-42 s), and the store
+# drivers 94-104 s instead of about 190. Their clusters' ports come from
+# below the kernel's ephemeral range (storetest.FreeAddrs and the runner's
+# process.AllocatePorts), so the other package's connections cannot take one
+# before it is bound.
 test: vet test-unit test-integration
 
 test-unit:
 	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$ -e /runner/kube -e /runner/worker)
 
 test-integration:
-	$(GO) test -race -p 2 -count=1 -timeout 30m ./stores/consul/ ./stores/etcd/ ./stores/zookeeper/ ./runner/process/ ./runner/container/ ./images/ ./runner/worker/
-	$(GO) test -race -p 1 -count=1 -timeout 30m -skip '^TestKube' ./fabric/ ./runner/ ./cmd/scenario/
+	$(GO) test -race -p 2 -count=1 -timeout 30m -skip '^TestKube' ./stores/consul/ ./cmd/scenario/ ./stores/etcd/ ./stores/zookeeper/ ./runner/process/ ./runner/container/ ./images/ ./runner/worker/
+	$(GO) test -race -p 1 -count=1 -timeout 30m -skip '^TestKube' ./fabric/ ./runner/
 
 # The kubernetes provider's tests, on a local single-node Kubernetes they
 # start (about 5 minutes; .ci/run runs them after make test).

@@ -90,7 +90,7 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 			return infra("", errors.New("the kubernetes provider needs an agent image (--agent-image)"))
 		}
 		kr, err := kube.NewRun(ctx, kube.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, AllowNonTest: o.AllowNonTest,
-			RunID: run.ID(), AgentImage: o.AgentImage, StopGrace: teardownGrace, Logger: x.log})
+			RunID: run.ID(), AgentImage: o.AgentImage, StopGrace: x.stopGrace(), Logger: x.log})
 		if err != nil {
 			return infra("", err)
 		}

@@ -501,10 +501,12 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// stopGrace is how long teardown lets each store stop after SIGTERM: a kept
-// run's stores stop gracefully, so that their data directories are those
-// of a clean shutdown; the others are killed at once, since nothing a
-// graceful stop does outlives the run (their logs were copied before).
+// stopGrace is how long teardown lets each store in a container or a pod
+// stop after SIGTERM: a kept run's stores stop gracefully, so that their
+// data directories are those of a clean shutdown; the others are killed at
+// once, since nothing a graceful stop does outlives the run (their logs
+// were copied before). The processes provider decides the same from its
+// own Keep (process.RunOptions.KillAtClose).
 func (x *execution) stopGrace() time.Duration {
 	if x.opts.Keep {
 		return teardownGrace
