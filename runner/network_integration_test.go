@@ -54,8 +54,10 @@ workload "w" {
 // after losing one. An election round there takes the 1.5 s timeout plus
 // up to as much again of randomisation, and with 80-190 ms between
 // candidates a split vote sends it round again: 6.8 s was seen once in
-// containers. Three rounds and a margin.
-const geoElectionBound = 10000.0
+// containers, and 10.7 s once (a cold CI run of 2026-11-26, the isolated
+// leader of TestDockerEtcd, a second after its disk throttle ended; the
+// cause was not found, the run's logs being gone with it). Four rounds.
+const geoElectionBound = 12000.0
 
 // geoRTT is geoCluster's RTT matrix in ms, by node index (1-based); the
 // clients sit in us-east with node 1.
