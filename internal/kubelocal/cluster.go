@@ -13,10 +13,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/stores/etcd"
 	"github.com/coordlab/scenario/stores/gobuild"
 )
@@ -189,10 +191,14 @@ func (c *Cluster) start(ctx context.Context, bin, etcdBin string, opts Options) 
 	if err := run(ctx, "ip", "link", "set", nodeIface, "up"); err != nil {
 		return err
 	}
-	etcdPorts, err := freePorts(2)
+	// Below the ephemeral range, as the runner's nodes get theirs: a port
+	// the kernel picked for a bind to port 0 could be taken by an outgoing
+	// connection (containerd's, the kubelet's) before etcd binds it.
+	ports, err := process.AllocatePorts(2)
 	if err != nil {
 		return err
 	}
+	etcdPorts := []string{strconv.Itoa(ports[0]), strconv.Itoa(ports[1])}
 	etcdURL := "http://127.0.0.1:" + etcdPorts[0]
 	if err := c.daemon("etcd", etcdBin, "--data-dir", filepath.Join(c.dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
@@ -413,25 +419,6 @@ func (c *Cluster) daemon(name, path string, args ...string) error {
 	go func() { _ = cmd.Wait() }()
 	c.log.Debug("kubelocal: started", "component", name, "pid", cmd.Process.Pid)
 	return c.host.save()
-}
-
-func freePorts(n int) ([]string, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, fmt.Sprint(l.Addr().(*net.TCPAddr).Port))
-	}
-	return out, nil
 }
 
 func (c *Cluster) tlsClient() (*http.Client, error) {
