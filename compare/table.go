@@ -167,7 +167,7 @@ const (
 func unitOf(metric string) unit {
 	switch metric[strings.LastIndex(metric, ".")+1:] {
 	case plan.StatP50, plan.StatP90, plan.StatP99, plan.StatP999, plan.StatMax, plan.StatMin, plan.StatMean,
-		plan.MetricMaxGap, plan.MetricFailoverTime, plan.MetricLeaderElect, plan.MetricRejoin, plan.MetricNoLeader, plan.MetricWriteFloor:
+		plan.MetricMaxGap, plan.MetricFailoverTime, plan.MetricLeaderElect, plan.MetricRejoin, plan.MetricNoLeader, plan.MetricLeaderUnknown, plan.MetricWriteFloor:
 		return unitMS
 	case plan.MetricAvailability, plan.MetricTimeAvail, plan.StatErrorRate, plan.MetricLateShare, plan.MetricFloorExcess:
 		return unitFraction

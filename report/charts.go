@@ -304,7 +304,7 @@ func nodeNames(r *results.Results) []string {
 // node shows), and red shading where no node led.
 func leaderFigure(r *results.Results, o overlay, end float64) (figure, error) {
 	fig := figure{ID: "leader", Title: "Leader",
-		Caption: "Which node the observer saw leading (polled every 100 ms); the colour changes with each new term. Red: no leader."}
+		Caption: "Which node the observer saw leading (polled every 100 ms); the colour changes with each new term. Red: no leader; grey: no node answered the poll, so who led is unknown."}
 	nodes := nodeNames(r)
 	p := timePlot("leader", o, end)
 	p.Add(leaderBars{obs: r.Leader, end: end})
@@ -317,7 +317,7 @@ func leaderFigure(r *results.Results, o overlay, end float64) (figure, error) {
 	if len(r.Leader) == 0 {
 		p.Add(note("no leader observations"))
 	}
-	fig.Keys = []key{newKey("leader (term changes alternate colour)", leaderColours(0), false), newKey("no leader", faultLine, false)}
+	fig.Keys = []key{newKey("leader (term changes alternate colour)", leaderColours(0), false), newKey("no leader", faultLine, false), newKey("leader unknown (poll unanswered)", labelGrey, false)}
 	h := vg.Points(70) + vg.Points(22)*vg.Length(len(nodes))
 	svg, err := svgHTML(p, chartWidth, h, fig.Title)
 	fig.Panels = []panel{{SVG: svg}}
@@ -359,6 +359,10 @@ func (l leaderBars) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		if ob.Leader != 0 && (shade < 0 || ob.Term != last.Term || ob.Leader != last.Leader) {
 			shade, last = shade+1, ob
+		}
+		if ob.Unanswered {
+			c.FillPolygon(unknownFill, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+			continue
 		}
 		if ob.Leader == 0 {
 			c.FillPolygon(noneFill, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})

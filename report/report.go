@@ -318,6 +318,9 @@ func newPhaseTable(phases []results.Phase) phaseTable {
 		if p.NoLeaderMS > 0 {
 			row.NoLeader = fmtMS(p.NoLeaderMS)
 		}
+		if p.LeaderUnknownMS > 0 {
+			row.NoLeader += " (" + fmtMS(p.LeaderUnknownMS) + " unknown: polls unanswered)"
+		}
 		for _, op := range t.Ops {
 			cell := "-"
 			for _, o := range p.Ops {

@@ -75,11 +75,13 @@ func phaseFloor(pl *plan.Plan, spec plan.ClusterSpec, leaders []results.LeaderOb
 }
 
 // leaderOver is the one leader in office over [from, to) ms: the last one
-// observed before from, and no other observed in the window.
+// observed before from, and no other observed in the window. Polls no node
+// answered say nothing either way and are passed over.
 func leaderOver(obs []results.LeaderObservation, from, to float64) (int, bool) {
 	leader := 0
 	for _, o := range obs {
 		switch {
+		case o.Unanswered && o.AtMS < to:
 		case o.AtMS >= to:
 			return leader, leader != 0
 		case o.AtMS <= from:

@@ -58,7 +58,9 @@ func TestWriteFloor(t *testing.T) {
 }
 
 func TestLeaderOver(t *testing.T) {
-	obs := []results.LeaderObservation{{AtMS: 0, Leader: 0}, {AtMS: 500, Leader: 2}, {AtMS: 5000, Leader: 0}, {AtMS: 6000, Leader: 3}}
+	// n2's office has a stretch no node answered the poll in: it says
+	// nothing about who led, so n2 stays in office over it.
+	obs := []results.LeaderObservation{{AtMS: 0, Leader: 0}, {AtMS: 500, Leader: 2}, {AtMS: 2000, Unanswered: true}, {AtMS: 2500, Leader: 2}, {AtMS: 5000, Leader: 0}, {AtMS: 6000, Leader: 3}}
 	tests := []struct {
 		from, to float64
 		want     int
@@ -69,6 +71,7 @@ func TestLeaderOver(t *testing.T) {
 		{4000, 7000, 0, false}, // lost and replaced
 		{7000, 9000, 3, true},  // the last one
 		{0, 400, 0, false},     // none yet
+		{2100, 2400, 2, true},  // only unanswered polls in the window
 	}
 	for _, tt := range tests {
 		if got, ok := leaderOver(obs, tt.from, tt.to); got != tt.want || ok != tt.ok {

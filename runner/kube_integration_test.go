@@ -1,12 +1,14 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/coordlab/scenario/images"
 	"github.com/coordlab/scenario/internal/kubelocal/kubetest"
+	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
 )
 
@@ -162,7 +164,7 @@ phase "partition" {
 `, opts)
 			f := failover(t, phase(t, res, "kill"), 1)[0]
 			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
-				t.Errorf("new leader after %s ms, want within %.0f", fmtOpt(f.TimeToLeaderMS), sc.leaderBy)
+				t.Errorf("new leader after %s ms, want within %.0f; the observer saw %s", fmtOpt(f.TimeToLeaderMS), sc.leaderBy, leadersAround(res, f))
 			}
 			if f.RecoveredMS == nil {
 				t.Errorf("the killed leader never served again")
@@ -174,7 +176,7 @@ phase "partition" {
 			}
 			f = failover(t, phase(t, res, "partition"), 1)[0]
 			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
-				t.Errorf("isolated leader: new leader after %s ms, want within %.0f", fmtOpt(f.TimeToLeaderMS), sc.leaderBy)
+				t.Errorf("isolated leader: new leader after %s ms, want within %.0f; the observer saw %s", fmtOpt(f.TimeToLeaderMS), sc.leaderBy, leadersAround(res, f))
 			}
 			t.Logf("%s leader cut off by rules in pods: new leader after %s ms, first write after %s ms", sc.store, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
 		})
@@ -256,4 +258,27 @@ phase "disk" {
 		}
 		t.Logf("node %s in its pod: %d samples, CPU mean %.1f%%, RSS max %d MiB", r.Node, r.Summary.Samples, r.Summary.CPUMeanPercent, r.Summary.RSSMaxBytes>>20)
 	}
+}
+
+// leadersAround is the leader timeline the observer recorded from a second
+// before f took effect to ten after, for a failure message.
+func leadersAround(res *results.Results, f results.Failover) string {
+	if f.AppliedMS == nil {
+		return "nothing: the fault was not applied"
+	}
+	var b strings.Builder
+	for _, o := range res.Leader {
+		if o.AtMS < *f.AppliedMS-1000 || o.AtMS > *f.AppliedMS+10000 {
+			continue
+		}
+		switch {
+		case o.Unanswered:
+			fmt.Fprintf(&b, " %.0f ms: no answer;", o.AtMS)
+		case o.Leader == 0:
+			fmt.Fprintf(&b, " %.0f ms: no leader;", o.AtMS)
+		default:
+			fmt.Fprintf(&b, " %.0f ms: n%d term %d;", o.AtMS, o.Leader, o.Term)
+		}
+	}
+	return fmt.Sprintf("(fault applied at %.0f ms)%s", *f.AppliedMS, strings.TrimSuffix(b.String(), ";"))
 }

@@ -317,17 +317,40 @@ func (c *clusterRun) pollLeader(ctx context.Context) {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
-		at := time.Since(c.x.base)
+		asked := time.Now()
+		// A state is timed by the answer that shows it: the leader's own,
+		// else the last "not me". A node paused or too loaded to answer at
+		// once tells how things stand when it does, not when it was asked
+		// (timing by the question shortened a 1.5 s pause of every member
+		// to 1.0 s unknown). Nobody answering is timed from the question.
 		leader, term := 0, uint64(0)
+		var seen, leaderSeen time.Time
 		for _, s := range c.poller.Poll(ctx, pollInterval*5) {
-			if s.Err == nil && s.IsLeader && s.Term >= term {
-				leader, term = s.Node, s.Term
+			if s.Err != nil {
+				continue
+			}
+			at := s.At
+			if at.IsZero() {
+				at = asked
+			}
+			if at.After(seen) {
+				seen = at
+			}
+			if s.IsLeader && s.Term >= term {
+				leader, term, leaderSeen = s.Node, s.Term, at
 			}
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		if at >= 0 {
+		if leader != 0 {
+			seen = leaderSeen
+		}
+		if seen.IsZero() {
+			if at := asked.Sub(c.x.base); at >= 0 {
+				c.coll.ObserveUnanswered(at)
+			}
+		} else if at := seen.Sub(c.x.base); at >= 0 {
 			c.coll.ObserveLeader(at, leader, term)
 		}
 		c.mu.Lock()

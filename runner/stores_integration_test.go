@@ -14,6 +14,14 @@ import (
 // storeCase is one store the runner drives: a cluster block, its read
 // modes (strong first) and how quickly a 3-node cluster of it must elect a
 // new leader after a SIGKILL on this machine.
+//
+// The tests below run their stores' cases side by side (t.Parallel): what
+// they hold to is seconds (elections, first writes after a failover) and
+// faults landing within 500 ms (signals, cgroup limits, shaper rules). With
+// both running, the faults landed 5-69 ms late (a restart 391 ms, its limit
+// 5 s), and the three tests took 132 s instead of 196. The tests that hold
+// to milliseconds (latency floors, partition recovery against the kernel's)
+// still run alone.
 type storeCase struct {
 	store      string
 	cluster    string
@@ -98,6 +106,7 @@ workload "read-%[1]s" {
 func TestStores(t *testing.T) {
 	for _, sc := range storeCases {
 		t.Run(sc.store, func(t *testing.T) {
+			t.Parallel() // see storeCases
 			needStore(t, sc.store)
 			workloads, names := storeWorkloads(sc.store)
 			loads := ""
@@ -208,6 +217,7 @@ func TestStoresIsolatedLeader(t *testing.T) {
 	needFabric(t)
 	for _, sc := range storeCases {
 		t.Run(sc.store, func(t *testing.T) {
+			t.Parallel() // see storeCases
 			needStore(t, sc.store)
 			res := runScenario(t, sc.cluster+writerWorkload(sc.store)+`
 network {
@@ -256,6 +266,7 @@ func TestStoresEveryFault(t *testing.T) {
 	needFabric(t)
 	for _, sc := range storeCases {
 		t.Run(sc.store, func(t *testing.T) {
+			t.Parallel() // see storeCases
 			needStore(t, sc.store)
 			res := runScenario(t, sc.cluster+writerWorkload(sc.store)+`
 network {

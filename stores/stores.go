@@ -55,6 +55,10 @@ type NodeStatus struct {
 	Leader   int    // 1-based index of the leader it knows, 0 if none
 	Term     uint64 // raft term, zxid epoch, ... (store specific, monotonic)
 	Err      error  // the node did not answer
+	// At is when the answer arrived (zero with Err). A poll that waits
+	// on a paused or overloaded node answers with the state at its end,
+	// not its start: observers time states by it.
+	At time.Time
 }
 
 // Endpoint is how to reach one node.

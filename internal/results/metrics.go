@@ -132,6 +132,7 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	addLate(m, scope, &p.Total)
 	m[scope+"."+plan.MetricElections] = float64(p.Elections)
 	m[scope+"."+plan.MetricNoLeader] = p.NoLeaderMS
+	m[scope+"."+plan.MetricLeaderUnknown] = p.LeaderUnknownMS
 	if f := p.WriteFloor; f != nil {
 		m[scope+"."+plan.MetricWriteFloor] = f.FloorMS
 		if f.ExcessPct != nil {

@@ -149,8 +149,13 @@ type Phase struct {
 	TimeAvailability *float64 `json:"time_availability,omitempty"`
 	// Elections counts leader changes observed during the phase.
 	Elections int `json:"elections"`
-	// NoLeaderMS is how long the cluster was observed without a leader.
+	// NoLeaderMS is how long the cluster was observed without a leader:
+	// nodes answered the leader poll and none led.
 	NoLeaderMS float64 `json:"no_leader_ms"`
+	// LeaderUnknownMS is how long no node answered the leader poll (every
+	// node down, paused, cut off from the runner or too loaded to answer
+	// within 500 ms), so that neither a leader nor its absence was seen.
+	LeaderUnknownMS float64 `json:"leader_unknown_ms,omitempty"`
 	// FailoverTimeMS is the worst TimeToWriteMS over the phase's failovers;
 	// null when none was measured.
 	FailoverTimeMS *float64 `json:"failover_time_ms"`
@@ -421,6 +426,9 @@ type LeaderObservation struct {
 	// Term is the store's leader term (raft term, zxid epoch...), 0 when
 	// unknown.
 	Term uint64 `json:"term"`
+	// Unanswered: no node answered the poll, so who led is unknown
+	// (Leader is 0 but does not mean none led).
+	Unanswered bool `json:"unanswered,omitempty"`
 }
 
 // NodeResources holds one node's process samples.

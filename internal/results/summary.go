@@ -172,6 +172,9 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 	if p.NoLeaderMS > 0 {
 		parts = append(parts, "no leader "+fmtDuration(p.NoLeaderMS))
 	}
+	if p.LeaderUnknownMS > 0 {
+		parts = append(parts, "leader unknown "+fmtDuration(p.LeaderUnknownMS)+" (no node answered the leader poll)")
+	}
 	if p.Total.LateStarts > 0 {
 		late := fmt.Sprintf("late starts %d (%.2g%%)", p.Total.LateStarts, 100*p.Total.LateShare())
 		if p.Total.LateShare() >= lateShareShort {

@@ -154,6 +154,12 @@ func (c *Collector) ObserveLeader(at time.Duration, leader int, term uint64) {
 	c.leader.ObserveLeader(at, leader, term)
 }
 
+// ObserveUnanswered records a leader poll no node answered; see
+// LeaderTimeline.ObserveUnanswered.
+func (c *Collector) ObserveUnanswered(at time.Duration) {
+	c.leader.ObserveUnanswered(at)
+}
+
 // SetPID names a node's process for resource sampling; see
 // ResourceSampler.SetPID.
 func (c *Collector) SetPID(node string, pid int) { c.resources.SetPID(node, pid) }

@@ -25,6 +25,10 @@ type leaderChange struct {
 	leader   int
 	term     uint64
 	election bool
+	// unanswered: no node answered the poll, so who led is unknown. An
+	// overloaded cluster or one with every node paused looks like this,
+	// and counting it as "no leader" reported outages that were not.
+	unanswered bool
 }
 
 // NewLeaderTimeline returns an empty timeline.
@@ -39,21 +43,31 @@ func NewLeaderTimeline() *LeaderTimeline { return &LeaderTimeline{} }
 // poll that failed) is not an election, while A re-elected in a new term is.
 // The leader seen by the first poll is not an election: it predates the run.
 func (l *LeaderTimeline) ObserveLeader(at time.Duration, leader int, term uint64) {
+	l.observe(leaderChange{at: at, leader: leader, term: term})
+}
+
+// ObserveUnanswered records a poll that no node answered: the state is
+// unknown, neither a leader nor its absence. It is not an election either
+// way: A -> unanswered -> A in one term is the same leadership.
+func (l *LeaderTimeline) ObserveUnanswered(at time.Duration) {
+	l.observe(leaderChange{at: at, unanswered: true})
+}
+
+func (l *LeaderTimeline) observe(c leaderChange) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n := len(l.changes); n > 0 {
-		if at < l.lastSeen {
+		if c.at < l.lastSeen {
 			return
 		}
-		l.lastSeen = at
-		if last := l.changes[n-1]; last.leader == leader && last.term == term {
+		l.lastSeen = c.at
+		if last := l.changes[n-1]; last.leader == c.leader && last.term == c.term && last.unanswered == c.unanswered {
 			return
 		}
 	}
-	l.lastSeen = at
-	c := leaderChange{at: at, leader: leader, term: term}
-	if leader != 0 {
-		c.election = len(l.changes) > 0 && (l.known.leader != leader || l.known.term != term)
+	l.lastSeen = c.at
+	if c.leader != 0 {
+		c.election = len(l.changes) > 0 && (l.known.leader != c.leader || l.known.term != c.term)
 		l.known = c
 	}
 	l.changes = append(l.changes, c)
@@ -65,7 +79,7 @@ func (l *LeaderTimeline) Observations() []results.LeaderObservation {
 	defer l.mu.Unlock()
 	out := make([]results.LeaderObservation, len(l.changes))
 	for i, c := range l.changes {
-		out[i] = results.LeaderObservation{AtMS: results.MS(c.at), Leader: c.leader, Term: c.term}
+		out[i] = results.LeaderObservation{AtMS: results.MS(c.at), Leader: c.leader, Term: c.term, Unanswered: c.unanswered}
 	}
 	return out
 }
@@ -84,15 +98,25 @@ func (l *LeaderTimeline) Elections(from, to time.Duration) int {
 }
 
 // NoLeader returns how long within [from, to) the cluster was observed
-// without a leader. A state lasts from the poll that saw it to the next
-// change; the last one lasts until the latest poll. Time before the first
-// poll is unknown and not counted.
+// without a leader: some node answered, none led. A state lasts from the
+// poll that saw it to the next change; the last one lasts until the latest
+// poll. Time before the first poll is unknown and not counted.
 func (l *LeaderTimeline) NoLeader(from, to time.Duration) time.Duration {
+	return l.timeIn(from, to, func(c leaderChange) bool { return c.leader == 0 && !c.unanswered })
+}
+
+// Unanswered returns how long within [from, to) no node answered the
+// leader poll, counted as NoLeader counts.
+func (l *LeaderTimeline) Unanswered(from, to time.Duration) time.Duration {
+	return l.timeIn(from, to, func(c leaderChange) bool { return c.unanswered })
+}
+
+func (l *LeaderTimeline) timeIn(from, to time.Duration, in func(leaderChange) bool) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var total time.Duration
 	for i, c := range l.changes {
-		if c.leader != 0 {
+		if !in(c) {
 			continue
 		}
 		end := l.lastSeen

@@ -7,16 +7,22 @@ import (
 
 // poll feeds a 100 ms status poll that sees each state for the given time.
 type state struct {
-	leader int
+	leader int // unanswered for a poll no node answered
 	term   uint64
 	dur    time.Duration
 }
+
+const unanswered = -1
 
 func poll(l *LeaderTimeline, states ...state) {
 	var at time.Duration
 	for _, st := range states {
 		for end := at + st.dur; at < end; at += 100 * ms {
-			l.ObserveLeader(at, st.leader, st.term)
+			if st.leader == unanswered {
+				l.ObserveUnanswered(at)
+			} else {
+				l.ObserveLeader(at, st.leader, st.term)
+			}
 		}
 	}
 }
@@ -28,6 +34,7 @@ func TestLeaderTimeline(t *testing.T) {
 		from, to      time.Duration
 		wantElections int
 		wantNoLeader  time.Duration
+		wantUnknown   time.Duration
 		wantChanges   int
 	}{
 		{
@@ -76,6 +83,22 @@ func TestLeaderTimeline(t *testing.T) {
 			wantChanges:   3,
 		},
 		{
+			name:        "polls nobody answered are neither a leader nor none",
+			states:      []state{{1, 2, 3 * s}, {unanswered, 0, 2 * s}, {1, 2, 3 * s}},
+			to:          10 * s,
+			wantUnknown: 2 * s,
+			wantChanges: 3,
+		},
+		{
+			name:          "unanswered, then leaderless, then a new leader",
+			states:        []state{{1, 2, 3 * s}, {unanswered, 0, 1 * s}, {0, 2, 500 * ms}, {2, 3, 2 * s}},
+			to:            10 * s,
+			wantElections: 1,
+			wantNoLeader:  500 * ms,
+			wantUnknown:   1 * s,
+			wantChanges:   4,
+		},
+		{
 			name:          "no leader at first, then one",
 			states:        []state{{0, 0, 1 * s}, {1, 1, 2 * s}},
 			to:            10 * s,
@@ -93,6 +116,9 @@ func TestLeaderTimeline(t *testing.T) {
 			}
 			if got := l.NoLeader(tt.from, tt.to); got != tt.wantNoLeader {
 				t.Errorf("no leader = %v, want %v", got, tt.wantNoLeader)
+			}
+			if got := l.Unanswered(tt.from, tt.to); got != tt.wantUnknown {
+				t.Errorf("unanswered = %v, want %v", got, tt.wantUnknown)
 			}
 			if got := len(l.Observations()); got != tt.wantChanges {
 				t.Errorf("observations = %d, want %d: %+v", got, tt.wantChanges, l.Observations())

@@ -101,6 +101,7 @@ func (c *Collector) Snapshot() *results.Results {
 		span := c.phases[i]
 		p.Elections = c.leader.Elections(span.Start.D(), span.End().D())
 		p.NoLeaderMS = results.MS(c.leader.NoLeader(span.Start.D(), span.End().D()))
+		p.LeaderUnknownMS = results.MS(c.leader.Unanswered(span.Start.D(), span.End().D()))
 		p.MaxGapMS, p.TimeAvailability = gaps.maxGap[i], gaps.timeAvail[i]
 		for j := range p.Workloads {
 			if g, ok := wlGaps[p.Workloads[j].Name]; ok {
@@ -110,6 +111,7 @@ func (c *Collector) Snapshot() *results.Results {
 	}
 	runPhase.Elections = c.leader.Elections(c.runStart(), c.runEnd())
 	runPhase.NoLeaderMS = results.MS(c.leader.NoLeader(c.runStart(), c.runEnd()))
+	runPhase.LeaderUnknownMS = results.MS(c.leader.Unanswered(c.runStart(), c.runEnd()))
 	runPhase.MaxGapMS, runPhase.TimeAvailability = gaps.runMaxGap, gaps.runTimeAvail
 	for j := range runPhase.Workloads {
 		g := wlGaps[runPhase.Workloads[j].Name]

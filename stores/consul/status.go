@@ -66,7 +66,12 @@ type agentSelf struct {
 // not answer in time has Err set.
 func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores.NodeStatus {
 	out := make([]stores.NodeStatus, len(p.eps))
-	stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) { out[i] = p.poll(ctx, i) })
+	stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) {
+		out[i] = p.poll(ctx, i)
+		if out[i].Err == nil {
+			out[i].At = time.Now()
+		}
+	})
 	return out
 }
 

@@ -66,6 +66,8 @@ func (p *StatusPoller) poll(ctx context.Context, timeout time.Duration) ([]store
 		}
 		if err != nil {
 			sts[i].Err = fmt.Errorf("zookeeper srvr of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
+		} else {
+			sts[i].At = time.Now()
 		}
 	})
 	assignLeaders(sts, reps)
