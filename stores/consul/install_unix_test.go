@@ -24,7 +24,8 @@ mod) [ "$2" = init ] || exit 4 ;;
 get) [ "$2" = -tool ] && [ "$3" = github.com/hashicorp/consul@v1.20.2 ] || { echo "get $*" >&2; exit 4; } ;;
 build)
 	echo "$@" >> "` + calls + `"
-	printf '#!/bin/sh\n' > "$4" && chmod 755 "$4" ;;
+	while [ "$1" != -o ]; do shift; done
+	printf '#!/bin/sh\n' > "$2" && chmod 755 "$2" ;;
 *) exit 4 ;;
 esac
 `

@@ -108,16 +108,26 @@ func TestPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	asked := time.Now()
 	sts := p.Poll(context.Background(), time.Second)
+	answered := time.Now()
 	want := []stores.NodeStatus{
 		{Node: 1, Leader: 2, Term: 4},
 		{Node: 2, Leader: 2, Term: 4, IsLeader: true},
 		{Node: 3, Leader: 0, Term: 5},
 	}
 	for i, w := range want {
-		if sts[i] != w {
-			t.Errorf("status of n%d = %+v, want %+v", i+1, sts[i], w)
+		got := sts[i]
+		if got.At.Before(asked) || got.At.After(answered) {
+			t.Errorf("status of n%d answered at %v, not between the question (%v) and the end of the poll (%v)", i+1, got.At, asked, answered)
 		}
+		got.At = time.Time{}
+		if got != w {
+			t.Errorf("status of n%d = %+v, want %+v", i+1, got, w)
+		}
+	}
+	if !sts[3].At.IsZero() {
+		t.Errorf("a node that did not answer has an answer time: %+v", sts[3])
 	}
 	if e := sts[3].Err; e == nil || !strings.Contains(e.Error(), "consul status of n4 ("+eps[3].ClientAddr+")") {
 		t.Errorf("status of a node nobody serves: %+v", sts[3])

@@ -31,7 +31,8 @@ get) [ "$2" = -tool ] || exit 4; echo "go: module not served" >&2; exit ` + getE
 build)
 	echo "$@" >> "` + calls + `"
 	sleep 0.3
-	printf '#!/bin/sh\n' > "$4" && chmod 755 "$4" ;;
+	while [ "$1" != -o ]; do shift; done
+	printf '#!/bin/sh\n' > "$2" && chmod 755 "$2" ;;
 *) exit 4 ;;
 esac
 `
