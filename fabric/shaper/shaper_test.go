@@ -316,7 +316,10 @@ func TestDropsCounted(t *testing.T) {
 	if got := tn.r.HostStats()[hostID(0)]; got != want {
 		t.Errorf("host stats %+v, want %+v", got, want)
 	}
-	waitFor(t, time.Second, "stats settled", func() bool { return tn.pair(0, 1).Forwarded == 1 })
+	// A pair counts a packet after writing it, so a packet already
+	// received may not be counted yet: wait for both pairs (a CI run saw
+	// only 0->1 counted).
+	waitFor(t, time.Second, "stats settled", func() bool { return tn.pair(0, 1).Forwarded == 1 && tn.pair(0, 0).Forwarded == 1 })
 	if st := tn.r.Stats(); len(st) != 2 || st[[2]int{hostID(0), hostID(1)}].Forwarded != 1 {
 		t.Errorf("pair stats %v", st)
 	}
