@@ -84,10 +84,13 @@ func LeaderAgreement(sts []NodeStatus) string {
 	return ""
 }
 
-// PollEach calls ask for every node index in [0, n) at once, each with ctx
-// bounded by timeout (if positive), and waits for all of them: the fan-out
-// every driver's status poller shares.
-func PollEach(ctx context.Context, n int, timeout time.Duration, ask func(ctx context.Context, i int)) {
+// PollEach asks every node index in [0, n) at once, each with ctx bounded
+// by timeout (if positive), waits for all of them and returns what each
+// said: the fan-out every driver's status poller shares. It stamps each
+// answer with when it arrived (NodeStatus.At), which observers time states
+// by.
+func PollEach(ctx context.Context, n int, timeout time.Duration, ask func(ctx context.Context, i int) NodeStatus) []NodeStatus {
+	out := make([]NodeStatus, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -96,8 +99,12 @@ func PollEach(ctx context.Context, n int, timeout time.Duration, ask func(ctx co
 				pctx, cancel = context.WithTimeout(ctx, timeout)
 			}
 			defer cancel()
-			ask(pctx, i)
+			out[i] = ask(pctx, i)
+			if out[i].Err == nil {
+				out[i].At = time.Now()
+			}
 		})
 	}
 	wg.Wait()
+	return out
 }

@@ -44,12 +44,26 @@ func TestLeaderAgreement(t *testing.T) {
 func TestPollEach(t *testing.T) {
 	var asked [5]atomic.Bool
 	var bounded atomic.Int32
-	PollEach(context.Background(), len(asked), time.Second, func(ctx context.Context, i int) {
+	before := time.Now()
+	sts := PollEach(context.Background(), len(asked), time.Second, func(ctx context.Context, i int) NodeStatus {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= time.Second {
 			bounded.Add(1)
 		}
 		asked[i].Store(true)
+		if i == 0 {
+			return NodeStatus{Node: 1, Err: errors.New("no answer")}
+		}
+		return NodeStatus{Node: i + 1}
 	})
+	after := time.Now()
+	for i, st := range sts {
+		switch {
+		case i == 0 && !st.At.IsZero():
+			t.Errorf("a node that did not answer has an answer time: %+v", st)
+		case i > 0 && (st.At.Before(before) || st.At.After(after) || st.Node != i+1):
+			t.Errorf("answer %d = %+v, want node %d answered between %v and %v", i, st, i+1, before, after)
+		}
+	}
 	for i := range asked {
 		if !asked[i].Load() {
 			t.Errorf("node %d not asked", i)
@@ -58,9 +72,10 @@ func TestPollEach(t *testing.T) {
 	if bounded.Load() != int32(len(asked)) {
 		t.Errorf("%d of %d polls had the timeout", bounded.Load(), len(asked))
 	}
-	PollEach(context.Background(), 2, 0, func(ctx context.Context, i int) {
+	PollEach(context.Background(), 2, 0, func(ctx context.Context, i int) NodeStatus {
 		if _, ok := ctx.Deadline(); ok {
 			t.Errorf("poll %d has a deadline without a timeout", i)
 		}
+		return NodeStatus{}
 	})
 }

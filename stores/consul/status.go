@@ -65,14 +65,7 @@ type agentSelf struct {
 // and ctx, and returns what each said in endpoint order. A server that does
 // not answer in time has Err set.
 func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores.NodeStatus {
-	out := make([]stores.NodeStatus, len(p.eps))
-	stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) {
-		out[i] = p.poll(ctx, i)
-		if out[i].Err == nil {
-			out[i].At = time.Now()
-		}
-	})
-	return out
+	return stores.PollEach(ctx, len(p.eps), timeout, p.poll)
 }
 
 // poll asks one server. Its raft state, term and leader come from one

@@ -49,14 +49,7 @@ func NewStatusPoller(eps []stores.Endpoint) (*StatusPoller, error) {
 // and ctx, and returns what each said in endpoint order. A member that does
 // not answer in time has Err set.
 func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores.NodeStatus {
-	out := make([]stores.NodeStatus, len(p.eps))
-	stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) {
-		out[i] = p.poll(ctx, i)
-		if out[i].Err == nil {
-			out[i].At = time.Now()
-		}
-	})
-	return out
+	return stores.PollEach(ctx, len(p.eps), timeout, p.poll)
 }
 
 func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {

@@ -55,20 +55,18 @@ func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores
 }
 
 func (p *StatusPoller) poll(ctx context.Context, timeout time.Duration) ([]stores.NodeStatus, []srvrReport) {
-	sts := make([]stores.NodeStatus, len(p.eps))
 	reps := make([]srvrReport, len(p.eps))
-	stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) {
+	sts := stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) stores.NodeStatus {
 		ep := p.eps[i]
-		sts[i].Node = ep.Node
+		st := stores.NodeStatus{Node: ep.Node}
 		b, err := fourLetterWord(ctx, ep, "srvr")
 		if err == nil {
 			reps[i], err = parseSrvr(b)
 		}
 		if err != nil {
-			sts[i].Err = fmt.Errorf("zookeeper srvr of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
-		} else {
-			sts[i].At = time.Now()
+			st.Err = fmt.Errorf("zookeeper srvr of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
 		}
+		return st
 	})
 	assignLeaders(sts, reps)
 	return sts, reps
