@@ -8,16 +8,22 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
 
+	"github.com/coordlab/scenario/internal/gcbudget"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/stores"
 )
 
-var breakdown = flag.Bool("breakdown", false,
-	"also run the breakdown contenders (engine with a plain clientv3 client, plain loops) that show where our overhead lies")
+var (
+	breakdown = flag.Bool("breakdown", false,
+		"also run the breakdown contenders (engine with a plain clientv3 client, plain loops) that show where our overhead lies")
+	gcDefault = flag.Bool("gc-default", false,
+		"also run scenario with Go's default GC percent instead of the runner's GC headroom (internal/gcbudget), to show what the headroom buys")
+)
 
 // rounds is the fewest runs of each contender per case. Runs alternate
 // within a round (theirs, ours, ...; then again) and each ratio pairs the
@@ -51,6 +57,10 @@ const runTimeout = 5 * time.Minute
 type contender struct {
 	name string
 	run  func(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (measurement, error)
+	// gcBudget runs the contender with the GC headroom the scenario
+	// command gives its whole process (internal/gcbudget); the others run
+	// at Go's default, as etcd's tool does.
+	gcBudget bool
 }
 
 // ours is the contender whose ratio is reported as the benchmark's metric.
@@ -61,13 +71,16 @@ func contenders(benchBin string) []contender {
 		{name: "etcd benchmark", run: func(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (measurement, error) {
 			return runTheirs(ctx, benchBin, leader.ClientAddr, c)
 		}},
-		{name: ours, run: runOurs},
+		{name: ours, run: runOurs, gcBudget: true},
+	}
+	if *gcDefault {
+		cs = append(cs, contender{name: "scenario,GOGC=100", run: runOurs})
 	}
 	if *breakdown {
 		cs = append(cs,
-			contender{name: "engine+deadline", run: runEnginePlain(true, false)},
-			contender{name: "engine+leader", run: runEnginePlain(false, true)},
-			contender{name: "engine+plain", run: runEnginePlain(false, false)},
+			contender{name: "engine+deadline", run: runEnginePlain(true, false), gcBudget: true},
+			contender{name: "engine+leader", run: runEnginePlain(false, true), gcBudget: true},
+			contender{name: "engine+plain", run: runEnginePlain(false, false), gcBudget: true},
 			contender{name: "loop,pinned", run: runLoop},
 		)
 	}
@@ -170,7 +183,7 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
 			}
 			rctx, cancel := context.WithTimeout(ctx, runTimeout)
-			m, err := ct.run(rctx, leader, c, theirs)
+			m, err := withGCBudget(rctx, ct.gcBudget, func() (measurement, error) { return ct.run(rctx, leader, c, theirs) })
 			cancel()
 			if err != nil {
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
@@ -185,6 +198,20 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 	return r, nil
 }
 
+// withGCBudget runs fn with the scenario command's GC headroom in force
+// when on, and at the GC percent in force otherwise (Go's default).
+func withGCBudget(ctx context.Context, on bool, fn func() (measurement, error)) (measurement, error) {
+	if !on {
+		return fn()
+	}
+	gctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { gcbudget.Run(gctx, gcbudget.DefaultHeadroom, time.Second) })
+	defer wg.Wait()
+	defer stop()
+	return fn()
+}
+
 func warmUp(ctx context.Context, cl *cluster, ct contender, c putCase) error {
 	if err := cl.reset(ctx); err != nil {
 		return err
@@ -195,7 +222,7 @@ func warmUp(ctx context.Context, cl *cluster, ct contender, c putCase) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
-	_, err = ct.run(ctx, leader, c, 0)
+	_, err = withGCBudget(ctx, ct.gcBudget, func() (measurement, error) { return ct.run(ctx, leader, c, 0) })
 	return err
 }
 

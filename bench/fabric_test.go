@@ -7,13 +7,16 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/fabric"
+	"github.com/coordlab/scenario/internal/gcbudget"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/runner"
 )
@@ -59,11 +62,17 @@ phase "load" {
 // signed-rank test, and the runner's CPU per put: the load generator alone
 // on loopback, the load generator and the shaper (which runs in the
 // runner's process) otherwise, so the difference is what the shaper costs
-// per request.
+// per request. Every mode runs with the GC headroom the scenario command
+// gives its process (internal/gcbudget).
 func BenchmarkFabricOverhead(b *testing.B) {
 	if err := fabric.Available(); err != nil {
 		b.Skipf("needs network namespaces: %v", err)
 	}
+	gctx, stopGC := context.WithCancel(b.Context())
+	var gcDone sync.WaitGroup
+	gcDone.Go(func() { gcbudget.Run(gctx, gcbudget.DefaultHeadroom, time.Second) })
+	defer gcDone.Wait()
+	defer stopGC()
 	build, diags := dsl.Load(hclparse.NewParser(), "fabric-bench.hcl", []byte(fabricScenario), dsl.VarOptions{})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())

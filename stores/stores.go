@@ -14,9 +14,12 @@ import (
 
 // Op is one request a workload sends.
 type Op struct {
-	Kind  string // plan.OpPut, plan.OpGet, ...
-	Key   string
-	Value []byte // put, txn
+	Kind string // plan.OpPut, plan.OpGet, ...
+	Key  string
+	// Value is what a put or txn writes. It must not be modified once the
+	// op is handed to Do: a client may send it without copying it, and a
+	// timed-out request may still sit in a send queue after Do returned.
+	Value []byte
 	End   string // range: exclusive end key; empty means a prefix range on Key
 	Limit int    // range: maximum keys returned, 0 = no limit
 	// Client is the id of the workload client sending the op. A store

@@ -17,8 +17,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/coordlab/scenario/internal/gcbudget"
 )
 
 // Exit codes, documented in the README and in --help.
@@ -52,6 +55,10 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The runner is a load generator: its collector runs less often while
+	// the heap is small (see internal/gcbudget). GOGC in the environment
+	// turns this off.
+	go gcbudget.Run(context.Background(), gcbudget.DefaultHeadroom, time.Second)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

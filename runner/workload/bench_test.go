@@ -110,3 +110,34 @@ func BenchmarkKeyspaceKey(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkClosedLoopCollector runs the closed loop of 1000 clients (the put
+// benchmark's) against a store that answers at once, recording into a real
+// collector that merges in the background: ns/op and allocs/op are what the
+// engine and the collector cost per request, beside the store client's own.
+func BenchmarkClosedLoopCollector(b *testing.B) {
+	spec := testSpec()
+	spec.Clients, spec.ValueSize, spec.Keyspace, spec.Distribution = 1000, 256, 100000, plan.DistSequential
+	base := time.Now()
+	// A phase far longer than any run, so every sample lands in it.
+	coll := metrics.NewCollector([]plan.PhaseSpan{{Name: "p", Duration: plan.Duration(time.Hour)}}, []plan.WorkloadSpec{spec}, base)
+	e, err := New(spec, instantStore{}, coll.NewSink, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { coll.Run(ctx); close(done) }()
+	d := 2 * time.Second
+	b.ReportAllocs()
+	b.ResetTimer()
+	st, err := e.Run(context.Background(), closedLoad(spec.Clients, spec.Clients, d), e.now())
+	b.StopTimer()
+	cancel()
+	<-done
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(d.Nanoseconds())/float64(st.Sent), "ns/req")
+	b.ReportMetric(float64(st.Sent), "reqs")
+}
