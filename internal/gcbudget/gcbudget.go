@@ -15,8 +15,11 @@ package gcbudget
 import (
 	"context"
 	"os"
+	"path"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -53,6 +56,12 @@ func Run(ctx context.Context, headroom uint64, interval time.Duration) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return
 	}
+	// In a container with a memory limit (a load-worker pod), a quarter of
+	// the limit at most: the headroom is garbage, and must not be what
+	// gets the process killed.
+	if l := cgroupMemoryLimit(os.ReadFile); l > 0 {
+		headroom = min(headroom, l/4)
+	}
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	live := func() uint64 {
 		metrics.Read(sample)
@@ -79,4 +88,40 @@ func Run(ctx context.Context, headroom uint64, interval time.Duration) {
 			current = p
 		}
 	}
+}
+
+// cgroupMemoryLimit is the memory limit of this process's control group
+// (cgroup v2's memory.max, or v1's memory.limit_in_bytes), 0 if it has
+// none or none can be read. read reads a file.
+func cgroupMemoryLimit(read func(string) ([]byte, error)) uint64 {
+	self, err := read("/proc/self/cgroup")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(self)), "\n") {
+		// hierarchy-ID:controllers:path
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var file string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			file = path.Join("/sys/fs/cgroup", parts[2], "memory.max")
+		case strings.Contains(","+parts[1]+",", ",memory,"):
+			file = path.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes")
+		default:
+			continue
+		}
+		b, err := read(file)
+		if err != nil {
+			continue
+		}
+		// "max" (v2) and v1's page-rounded maximum int64 mean no limit.
+		n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err == nil && n < 1<<60 {
+			return n
+		}
+	}
+	return 0
 }

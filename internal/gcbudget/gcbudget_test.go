@@ -79,3 +79,50 @@ func gogc() int {
 	metrics.Read(s)
 	return int(s[0].Value.Uint64())
 }
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  uint64
+	}{
+		{"v2 with a limit", map[string]string{
+			"/proc/self/cgroup":                          "0::/kubepods/pod1/c1\n",
+			"/sys/fs/cgroup/kubepods/pod1/c1/memory.max": "536870912\n",
+		}, 512 << 20},
+		{"v2 without a limit", map[string]string{
+			"/proc/self/cgroup":         "0::/\n",
+			"/sys/fs/cgroup/memory.max": "max\n",
+		}, 0},
+		{"v2, file not readable", map[string]string{
+			"/proc/self/cgroup": "0::/\n",
+		}, 0},
+		{"v1 with a limit", map[string]string{
+			"/proc/self/cgroup": "5:devices:/\n4:memory:/docker/abc\n0::/\n",
+			"/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": "268435456\n",
+		}, 256 << 20},
+		{"v1 unlimited (the page-rounded int64 maximum)", map[string]string{
+			"/proc/self/cgroup": "4:memory:/process_api/x\n0::/\n",
+			"/sys/fs/cgroup/memory/process_api/x/memory.limit_in_bytes": "9223372036854771712\n",
+		}, 0},
+		{"v1 with memory among other controllers", map[string]string{
+			"/proc/self/cgroup":                             "3:cpu,memory:/c\n",
+			"/sys/fs/cgroup/memory/c/memory.limit_in_bytes": "1048576",
+		}, 1 << 20},
+		{"no cgroup file", map[string]string{}, 0},
+		{"garbage", map[string]string{"/proc/self/cgroup": "not a cgroup line\n::\n"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			read := func(p string) ([]byte, error) {
+				if s, ok := tt.files[p]; ok {
+					return []byte(s), nil
+				}
+				return nil, os.ErrNotExist
+			}
+			if got := cgroupMemoryLimit(read); got != tt.want {
+				t.Errorf("cgroupMemoryLimit = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
