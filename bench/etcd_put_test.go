@@ -204,12 +204,20 @@ func withGCBudget(ctx context.Context, on bool, fn func() (measurement, error)) 
 	if !on {
 		return fn()
 	}
-	gctx, stop := context.WithCancel(ctx)
+	defer startGCBudget(ctx)()
+	return fn()
+}
+
+// startGCBudget puts the scenario command's GC headroom in force until
+// the returned stop is called, which restores the percent it found.
+func startGCBudget(ctx context.Context) (stop func()) {
+	gctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { gcbudget.Run(gctx, gcbudget.DefaultHeadroom, time.Second) })
-	defer wg.Wait()
-	defer stop()
-	return fn()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 func warmUp(ctx context.Context, cl *cluster, ct contender, c putCase) error {

@@ -7,16 +7,13 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"text/tabwriter"
-	"time"
 
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/fabric"
-	"github.com/coordlab/scenario/internal/gcbudget"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/runner"
 )
@@ -68,11 +65,7 @@ func BenchmarkFabricOverhead(b *testing.B) {
 	if err := fabric.Available(); err != nil {
 		b.Skipf("needs network namespaces: %v", err)
 	}
-	gctx, stopGC := context.WithCancel(b.Context())
-	var gcDone sync.WaitGroup
-	gcDone.Go(func() { gcbudget.Run(gctx, gcbudget.DefaultHeadroom, time.Second) })
-	defer gcDone.Wait()
-	defer stopGC()
+	defer startGCBudget(b.Context())()
 	build, diags := dsl.Load(hclparse.NewParser(), "fabric-bench.hcl", []byte(fabricScenario), dsl.VarOptions{})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())

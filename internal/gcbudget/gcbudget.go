@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coordlab/scenario/internal/proc"
 )
 
 const (
@@ -98,21 +100,15 @@ func cgroupMemoryLimit(read func(string) ([]byte, error)) uint64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(self)), "\n") {
-		// hierarchy-ID:controllers:path
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var file string
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			file = path.Join("/sys/fs/cgroup", parts[2], "memory.max")
-		case strings.Contains(","+parts[1]+",", ",memory,"):
-			file = path.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes")
-		default:
-			continue
-		}
+	groups := proc.ParseCgroups(self)
+	var files []string
+	if p, ok := groups["memory"]; ok {
+		files = append(files, path.Join("/sys/fs/cgroup/memory", p, "memory.limit_in_bytes"))
+	}
+	if p, ok := groups[""]; ok {
+		files = append(files, path.Join("/sys/fs/cgroup", p, "memory.max"))
+	}
+	for _, file := range files {
 		b, err := read(file)
 		if err != nil {
 			continue

@@ -5,6 +5,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -39,4 +40,20 @@ func WaitPidfd(ctx context.Context, fd int) error {
 			return err
 		}
 	}
+}
+
+// ParseCgroups reads /proc/PID/cgroup: the path of the process's group in
+// each controller's hierarchy, "" naming the unified (v2) one.
+func ParseCgroups(b []byte) map[string]string {
+	groups := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			groups[c] = f[2]
+		}
+	}
+	return groups
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coordlab/scenario/internal/proc"
 )
 
 // cgroupUsage reads the resource use of the control groups process pid is
@@ -22,7 +24,7 @@ func cgroupUsage(procRoot, cgroupRoot string, pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	groups := parseCgroups(b)
+	groups := proc.ParseCgroups(b)
 	if p, ok := groups["cpuacct"]; ok {
 		return v1Usage(cgroupRoot, groups, p)
 	}
@@ -30,22 +32,6 @@ func cgroupUsage(procRoot, cgroupRoot string, pid int) (Usage, error) {
 		return v2Usage(filepath.Join(cgroupRoot, p))
 	}
 	return Usage{}, fmt.Errorf("process %d is in no cpuacct or unified control group", pid)
-}
-
-// parseCgroups reads /proc/PID/cgroup: the path of the process's group in
-// each controller's hierarchy, "" naming the unified (v2) one.
-func parseCgroups(b []byte) map[string]string {
-	groups := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(f[1], ",") {
-			groups[c] = f[2]
-		}
-	}
-	return groups
 }
 
 func v1Usage(root string, groups map[string]string, cpuPath string) (Usage, error) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coordlab/scenario/internal/proc"
 )
 
 func writeFiles(t *testing.T, root string, files map[string]string) {
@@ -86,7 +88,7 @@ func FuzzCgroupFiles(f *testing.F) {
 	f.Add([]byte("0::/system.slice/docker-abc.scope\n"), []byte(""))
 	f.Add([]byte(":::\n::\n"), []byte("8:0 Write -5\n8:0 Write x\n"))
 	f.Fuzz(func(t *testing.T, cgroup, blkio []byte) {
-		for c, p := range parseCgroups(cgroup) {
+		for c, p := range proc.ParseCgroups(cgroup) {
 			if !strings.Contains(string(cgroup), c) || !strings.Contains(string(cgroup), p) {
 				t.Fatalf("group %q -> %q not in the input", c, p)
 			}
