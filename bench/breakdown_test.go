@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/runner/workload"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -21,26 +22,27 @@ import (
 // a time, to show where a ratio below 1 comes from:
 //
 //	scenario          engine + collector + etcd driver     (runOurs)
-//	engine+deadline   engine + collector + clientv3, each put under the op's deadline
+//	engine+deadline   engine + collector + clientv3, each put under a deadline
 //	engine+leader     engine + collector + clientv3, each put requiring a leader
 //	engine+plain      engine + collector + plain clientv3  (runEnginePlain)
 //	loop,pinned       plain loop, connection per client    (runLoop): etcd's tool in this process
 //
-// scenario against engine+plain is what the driver adds; engine+deadline
-// and engine+leader take its two per-request costs one at a time (the
-// deadline gRPC sends as grpc-timeout, with a timer on both sides; the
-// require-leader metadata, which also makes clientv3 copy the request's
-// metadata). engine+plain against loop,pinned is what the engine and the
-// collector add.
+// scenario against engine+plain is what the driver adds; engine+leader
+// takes its per-request cost alone (the require-leader metadata, which also
+// makes clientv3 copy the request's metadata). engine+deadline is what a
+// deadline per put would cost (gRPC sends it as grpc-timeout, with a timer
+// on both sides): the engine sent one until it timed its ops out itself
+// (workload's watchdog). engine+plain against loop,pinned is what the
+// engine and the collector add.
 
 // plainClient sends puts as etcd's benchmark tool does, with no deadline and
 // no require-leader metadata unless asked, each workload client on one
 // connection as both the tool and the etcd driver pin them.
 type plainClient struct {
 	conns []*clientv3.Client
-	// deadline passes the engine's per-op context (and so its deadline) to
-	// clientv3; requireLeader adds clientv3.WithRequireLeader, as the etcd
-	// driver does for writes.
+	// deadline puts each put under a deadline of the default timeout;
+	// requireLeader adds clientv3.WithRequireLeader, as the etcd driver
+	// does for writes.
 	deadline, requireLeader bool
 }
 
@@ -59,11 +61,14 @@ func newPlainClient(leader stores.Endpoint, conns int) (*plainClient, error) {
 }
 
 // Do sends with context.Background(), as etcd's tool does, unless the
-// client passes on the deadline or requires a leader.
+// client sets a deadline per put or requires a leader.
 func (c *plainClient) Do(ctx context.Context, op stores.Op) stores.Result {
 	cli := c.conns[uint(op.Client)%uint(len(c.conns))]
-	if !c.deadline {
-		ctx = context.Background()
+	ctx = context.Background()
+	if c.deadline {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, workload.DefaultTimeout)
+		defer cancel()
 	}
 	if c.requireLeader {
 		ctx = clientv3.WithRequireLeader(ctx)

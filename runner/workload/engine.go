@@ -235,16 +235,20 @@ func (e *Engine) sleepOn(ctx context.Context, sl hrsleep.Sleeper, at time.Durati
 // worker is one client of a Run: its own generator, sink and tallies, so the
 // hot path shares nothing with other workers.
 type worker struct {
-	e    *Engine
-	gen  *Generator
-	sink metrics.Sink
-	ctx  context.Context // never cancelled: each op gets only its timeout
-	st   Stats
+	e     *Engine
+	gen   *Generator
+	sink  metrics.Sink
+	timer *opTimer // each op gets only its timeout, never the Run's cancellation
+	st    Stats
 }
 
-func (e *Engine) newWorker(opCtx context.Context) *worker {
+// newWorker starts a worker whose ops the watchdog wd times out. opCtx is
+// never cancelled.
+func (e *Engine) newWorker(opCtx context.Context, wd *watchdog) *worker {
 	sl := e.slots.get()
-	return &worker{e: e, gen: sl.gen, sink: sl.sink, ctx: opCtx}
+	w := &worker{e: e, gen: sl.gen, sink: sl.sink, timer: newOpTimer(opCtx)}
+	wd.add(w.timer)
+	return w
 }
 
 // send draws the next op, sends it and records it. intended < 0 means closed
@@ -253,11 +257,14 @@ func (w *worker) send(intended time.Duration) {
 	e := w.e
 	op := w.gen.NextOp()
 	op.Client = w.gen.id
-	ctx, cancel := context.WithTimeout(w.ctx, e.timeout)
 	start := e.now()
-	res := e.client.Do(ctx, op)
+	res := e.client.Do(w.timer.begin(start+e.timeout), op)
 	end := e.now()
-	cancel()
+	if w.timer.end() && res.Err != nil {
+		// Cancelled by the watchdog: a timeout, whatever the driver made
+		// of the cancellation.
+		res.Class = plan.ErrTimeout
+	}
 	if intended < 0 {
 		intended = start
 	} else if start-intended > e.opts.late {
@@ -302,6 +309,8 @@ func (e *Engine) runClosed(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadS
 	}
 	end := start + l.Duration.D()
 	opCtx := context.WithoutCancel(ctx)
+	wd := startWatchdog(watchTick(e.timeout), e.now)
+	defer wd.close()
 	var (
 		wg     sync.WaitGroup
 		all    []*worker
@@ -313,7 +322,7 @@ func (e *Engine) runClosed(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadS
 			break
 		}
 		for len(active) < step.Clients {
-			w, stop := e.newWorker(opCtx), make(chan struct{})
+			w, stop := e.newWorker(opCtx, wd), make(chan struct{})
 			all, active = append(all, w), append(active, stop)
 			wg.Go(func() {
 				for {
@@ -350,6 +359,7 @@ func (e *Engine) runClosed(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadS
 func (e *Engine) finish(ws []*worker, st Stats) Stats {
 	slots := make([]slot, len(ws))
 	for i, w := range ws {
+		w.timer.close()
 		st.add(w.st)
 		slots[i] = slot{gen: w.gen, sink: w.sink}
 	}
@@ -367,6 +377,8 @@ func (e *Engine) runOpen(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadSpe
 	table := sched // workers' own copy: Next mutates sched
 	end := start + l.Duration.D()
 	opCtx := context.WithoutCancel(ctx)
+	wd := startWatchdog(watchTick(e.timeout), e.now)
+	defer wd.close()
 	q := newBacklog(e.spec.Clients)
 	next, more := sched.Next()
 	var (
@@ -376,7 +388,7 @@ func (e *Engine) runOpen(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadSpe
 		err error
 	)
 	spawn := func() {
-		w := e.newWorker(opCtx)
+		w := e.newWorker(opCtx, wd)
 		all = append(all, w)
 		wg.Go(func() {
 			for {

@@ -203,17 +203,14 @@ func newAPIClient(addr string, t *http.Transport) (*api.Client, error) {
 	})
 }
 
-// Do runs op once on the connection of op.Client. The per-op timeout
-// applies unless ctx already has a deadline (the workload engine sets one
-// per op, and a second timer per request is measurable at high rates).
+// Do runs op once on the connection of op.Client. The per-op timeout applies
+// unless the op is bounded already (stores.OpContext): the workload engine
+// times out its ops itself, without a deadline the store would see.
 func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 	cn := c.conns[uint(op.Client)%uint(len(c.conns))]
 	sv := cn.pick(int(uint(op.Client) % uint(len(cn.servers))))
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
+	ctx, cancel := stores.OpContext(ctx, c.timeout)
+	defer cancel()
 	// Consul's KV paths have no leading slash: /v1/kv/<key>.
 	key := strings.TrimPrefix(op.Key, "/")
 

@@ -199,7 +199,7 @@ func (kw *keyWatcher) Read(ctx context.Context, prefix string) (map[string][]byt
 	if kw.closing.Err() != nil {
 		return nil, errKeyWatcherClosed
 	}
-	ctx, cancel := opContext(ctx, kw.timeout)
+	ctx, cancel := stores.OpContext(ctx, kw.timeout)
 	defer cancel()
 	var errs []error
 	for i, cli := range kw.read.clients {

@@ -351,7 +351,7 @@ func (c *contender) release(ctx context.Context, h *hold) error {
 // bound is ctx bounded by the locker's timeout unless it has a deadline,
 // and ended by Close.
 func (c *contender) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancelOp := opContext(ctx, c.l.timeout)
+	ctx, cancelOp := stores.OpContext(ctx, c.l.timeout)
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.ctx, cancel)
 	return ctx, func() {

@@ -163,7 +163,7 @@ func (r *registry) Register(ctx context.Context, key string, value []byte) (stor
 	in.server.Store(sv)
 	cli := p.clients[sv]
 
-	opCtx, cancel := opContext(ctx, r.timeout)
+	opCtx, cancel := stores.OpContext(ctx, r.timeout)
 	defer cancel()
 	// Without checks: by default a session also ends when the serfHealth
 	// check of the agent it was created through fails. The runner talks
@@ -268,7 +268,7 @@ func watchKeys(ctx context.Context, cli *api.Client, prefix string, index uint64
 // List reads prefix's keys through the first server that answers, as a
 // consistent read: the leader confirms its leadership first.
 func (r *registry) List(ctx context.Context, prefix string) ([]string, error) {
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := stores.OpContext(ctx, r.timeout)
 	defer cancel()
 	p := r.pools[0]
 	var errs []error
@@ -313,14 +313,6 @@ func callerKeys(prefix string, keys []string) []string {
 	return out
 }
 
-// opContext bounds ctx by timeout unless it has a deadline already.
-func opContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, timeout)
-}
-
 var errVanished = errors.New("consul registry: the instance vanished")
 
 // instance is one registration: its session, renewed through one server.
@@ -350,7 +342,7 @@ func (in *instance) KeepAlive(ctx context.Context) (bool, error) {
 	if in.vanished.Load() {
 		return false, errVanished
 	}
-	ctx, cancel := opContext(ctx, in.timeout)
+	ctx, cancel := stores.OpContext(ctx, in.timeout)
 	defer cancel()
 	sv := in.server.Load()
 	entry, _, err := in.pool.clients[sv].Session().Renew(in.session, writeOpts(ctx))
@@ -367,7 +359,7 @@ func (in *instance) Deregister(ctx context.Context) error {
 	if in.vanished.Load() {
 		return errVanished
 	}
-	ctx, cancel := opContext(ctx, in.timeout)
+	ctx, cancel := stores.OpContext(ctx, in.timeout)
 	defer cancel()
 	sv := in.server.Load()
 	if _, err := in.pool.clients[sv].Session().Destroy(in.session, writeOpts(ctx)); err != nil {

@@ -197,7 +197,7 @@ func (r *serviceRegistry) Register(ctx context.Context, key string, value []byte
 	sv := int(i % uint64(len(p.clients)))
 	in := &serviceInstance{key: key, id: id, cli: p.clients[sv], node: p.nodes[sv], timeout: r.timeout}
 
-	opCtx, cancel := opContext(ctx, r.timeout)
+	opCtx, cancel := stores.OpContext(ctx, r.timeout)
 	defer cancel()
 	err = in.cli.Agent().ServiceRegisterOpts(&api.AgentServiceRegistration{
 		ID:   id,
@@ -299,7 +299,7 @@ func serviceKeys(prefix string, entries []*api.ServiceEntry) []string {
 // server that answers, as a consistent read: the leader confirms its
 // leadership first.
 func (r *serviceRegistry) List(ctx context.Context, prefix string) ([]string, error) {
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := stores.OpContext(ctx, r.timeout)
 	defer cancel()
 	name := serviceName(prefix)
 	p := r.pools[0]
@@ -363,7 +363,7 @@ func (in *serviceInstance) KeepAlive(ctx context.Context) (bool, error) {
 	if in.vanished.Load() {
 		return false, errVanished
 	}
-	ctx, cancel := opContext(ctx, in.timeout)
+	ctx, cancel := stores.OpContext(ctx, in.timeout)
 	defer cancel()
 	q := &api.QueryOptions{}
 	err := in.cli.Agent().UpdateTTLOpts(checkID(in.id), "", api.HealthPassing, q.WithContext(ctx))
@@ -382,7 +382,7 @@ func (in *serviceInstance) Deregister(ctx context.Context) error {
 	if in.vanished.Load() {
 		return errVanished
 	}
-	ctx, cancel := opContext(ctx, in.timeout)
+	ctx, cancel := stores.OpContext(ctx, in.timeout)
 	defer cancel()
 	if err := in.deregister(ctx); err != nil {
 		return fmt.Errorf("consul service registry: deregister %s via %s: %w", in.key, plan.NodeName(in.node), err)

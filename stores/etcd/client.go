@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/coordlab/scenario/plan"
@@ -94,7 +95,8 @@ const memberListEvery = time.Second
 // does not block, so a client can be made while members are down; ctx only
 // cancels the setup, the connections outlive it. Do bounds an operation
 // whose context has no deadline by opts.Timeout (DefaultOpTimeout if zero);
-// a deadline already on the context is kept as it is.
+// a deadline already on the context, or a caller that times its ops out
+// itself (stores.WithCallerTimeout), is left as it is.
 func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, error) {
 	if len(opts.Endpoints) == 0 {
 		return nil, errors.New("etcd client: no endpoints")
@@ -122,7 +124,9 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 		// Rotating the endpoint order spreads the connections' first
 		// picks over the members instead of all starting on node 1.
 		rotated := append(append([]string(nil), urls[i%len(urls):]...), urls[:i%len(urls)]...)
-		cli, err := clientv3.New(workloadConfig(rotated, opts.DialFunc(), opts.Workload.Client))
+		cfg := workloadConfig(rotated, opts.DialFunc(), opts.Workload.Client)
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(requireLeader))
+		cli, err := clientv3.New(cfg)
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("etcd client: connection %d of %d: %w", i+1, n, err)
@@ -275,16 +279,13 @@ func clientURLs(eps []stores.Endpoint) []string {
 // value was an allocation and a copy per write at 5,000 writes a second.
 func valueString(v []byte) string { return unsafe.String(unsafe.SliceData(v), len(v)) }
 
-// Do runs op once on the connection of op.Client. The per-op timeout
-// applies unless ctx already has a deadline (the workload engine sets one
-// per op, and a second timer per request is measurable at high rates).
+// Do runs op once on the connection of op.Client. The per-op timeout applies
+// unless the op is bounded already (stores.OpContext): the workload engine
+// times out its ops itself, without a deadline the store would see.
 func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 	cli := c.conns[uint(op.Client)%uint(len(c.conns))]
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
+	ctx, cancel := stores.OpContext(ctx, c.timeout)
+	defer cancel()
 
 	var res stores.Result
 	var err error
@@ -292,13 +293,13 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 	switch op.Kind {
 	case plan.OpPut:
 		var resp *clientv3.PutResponse
-		resp, err = cli.Put(leader(ctx), op.Key, valueString(op.Value))
+		resp, err = cli.Put(ctx, op.Key, valueString(op.Value))
 		if err == nil {
 			header = resp.Header
 		}
 	case plan.OpGet:
 		var resp *clientv3.GetResponse
-		resp, err = cli.Get(c.readCtx(ctx), op.Key, c.readOpts()...)
+		resp, err = cli.Get(ctx, op.Key, c.readOpts()...)
 		if err == nil {
 			header = resp.Header
 			if len(resp.Kvs) > 0 {
@@ -308,7 +309,7 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 		}
 	case plan.OpDelete:
 		var resp *clientv3.DeleteResponse
-		resp, err = cli.Delete(leader(ctx), op.Key)
+		resp, err = cli.Delete(ctx, op.Key)
 		if err == nil {
 			header = resp.Header
 		}
@@ -323,7 +324,7 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 			opts = append(opts, clientv3.WithLimit(int64(op.Limit)))
 		}
 		var resp *clientv3.GetResponse
-		resp, err = cli.Get(c.readCtx(ctx), op.Key, opts...)
+		resp, err = cli.Get(ctx, op.Key, opts...)
 		if err == nil {
 			header = resp.Header
 			res.Count = len(resp.Kvs)
@@ -334,7 +335,7 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 		// either branch: the cost of a compare-and-swap without its
 		// contention failures, so every txn is a write.
 		var resp *clientv3.TxnResponse
-		resp, err = cli.Txn(leader(ctx)).
+		resp, err = cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.Version(op.Key), ">", 0)).
 			Then(clientv3.OpPut(op.Key, v)).
 			Else(clientv3.OpPut(op.Key, v)).
@@ -363,14 +364,24 @@ func leader(ctx context.Context) context.Context {
 	return clientv3.WithRequireLeader(ctx)
 }
 
-// readCtx requires a leader only for linearizable reads: a serializable read
-// is answered from the member's own state, and staying available without a
-// leader is the reason to ask for one.
-func (c *client) readCtx(ctx context.Context) context.Context {
-	if c.serializable {
-		return ctx
+// requireLeader is leader for the workload's connections, applied by the
+// request instead of by the caller: writes and linearizable reads require
+// a leader, and a serializable read, answered from the member's own state,
+// does not (staying available without a leader is the reason to ask for
+// one). It appends to the outgoing metadata where clientv3.WithRequireLeader
+// creates a map that clientv3 then copies twice (once to read it, once to
+// add its API version) on every request, a measurable share of the client's
+// CPU at thousands of requests a second.
+func requireLeader(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	switch r := req.(type) {
+	case *pb.PutRequest, *pb.DeleteRangeRequest, *pb.TxnRequest:
+		ctx = metadata.AppendToOutgoingContext(ctx, rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)
+	case *pb.RangeRequest:
+		if !r.Serializable {
+			ctx = metadata.AppendToOutgoingContext(ctx, rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)
+		}
 	}
-	return leader(ctx)
+	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 func (c *client) readOpts() []clientv3.OpOption {

@@ -7,13 +7,17 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/coordlab/scenario/plan"
@@ -125,5 +129,38 @@ func TestNewClientRejects(t *testing.T) {
 	eps := []stores.Endpoint{{Node: 1, ClientAddr: "127.0.0.1:1"}}
 	if _, err := NewClient(context.Background(), stores.ClientOptions{Endpoints: eps, Consistency: "stale"}); err == nil {
 		t.Error("consistency \"stale\" accepted")
+	}
+}
+
+func TestRequireLeaderInterceptor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		req  any
+		want bool
+	}{
+		{"put", &pb.PutRequest{}, true},
+		{"delete", &pb.DeleteRangeRequest{}, true},
+		{"txn", &pb.TxnRequest{}, true},
+		{"linearizable read", &pb.RangeRequest{}, true},
+		{"serializable read", &pb.RangeRequest{Serializable: true}, false},
+		{"member list", &pb.MemberListRequest{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// As clientv3 hands it on: its API version already attached.
+			ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs(rpctypes.MetadataClientAPIVersionKey, "3.5"))
+			var sent metadata.MD
+			invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+				sent, _ = metadata.FromOutgoingContext(ctx)
+				return nil
+			}
+			if err := requireLeader(ctx, "/m", tc.req, nil, nil, invoker); err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Equal(sent.Get(rpctypes.MetadataRequireLeaderKey), []string{rpctypes.MetadataHasLeader})
+			if got != tc.want || len(sent.Get(rpctypes.MetadataClientAPIVersionKey)) != 1 {
+				t.Errorf("sent metadata %v: want require-leader %v and the API version kept", sent, tc.want)
+			}
+		})
 	}
 }

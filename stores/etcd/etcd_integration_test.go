@@ -186,6 +186,15 @@ func TestIntegration(t *testing.T) {
 		defer cancel()
 		return cli.Do(octx, op)
 	}
+	// The workload engine's way: no deadline, the caller cancels at the
+	// timeout (stores.WithCallerTimeout), so the driver adds none either.
+	timedByCaller := func(cli stores.Client, op stores.Op) stores.Result {
+		octx, cancel := context.WithCancel(stores.WithCallerTimeout(context.Background()))
+		defer cancel()
+		stop := time.AfterFunc(300*time.Millisecond, cancel)
+		defer stop.Stop()
+		return cli.Do(octx, op)
+	}
 	storetest.WaitFor(t, ctx, 10*time.Second, "put before the kill", func() string {
 		if res := within(lin, stores.Op{Kind: plan.OpPut, Key: "failover/before", Value: []byte("1")}); res.Err != nil {
 			return res.Err.Error()
@@ -196,8 +205,12 @@ func TestIntegration(t *testing.T) {
 	killed := time.Now()
 	c.kill(old)
 	t.Logf("killed leader n%d", old)
-	for _, kind := range []string{plan.OpPut, plan.OpGet, plan.OpTxn} {
-		res := within(lin, stores.Op{Kind: kind, Key: "failover/during", Value: []byte("2")})
+	for i, kind := range []string{plan.OpPut, plan.OpGet, plan.OpTxn, plan.OpPut} {
+		send := within
+		if i == 3 {
+			kind, send = "caller-timed "+kind, timedByCaller
+		}
+		res := send(lin, stores.Op{Kind: strings.TrimPrefix(kind, "caller-timed "), Key: "failover/during", Value: []byte("2")})
 		switch {
 		case res.Err == nil && time.Since(killed) < spec.Etcd.ElectionTimeout.D():
 			t.Errorf("%s succeeded %s after the leader was killed, before any election could finish", kind, time.Since(killed))
@@ -268,6 +281,10 @@ func TestIntegration(t *testing.T) {
 		res := within(lin, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
 		if res.Err == nil || res.Class != plan.ErrUnavailable {
 			t.Errorf("linearizable %s on a lone member: %v, class %q; want unavailable", kind, res.Err, res.Class)
+		}
+		res = timedByCaller(lin, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
+		if res.Err == nil || res.Class != plan.ErrUnavailable {
+			t.Errorf("linearizable %s on a lone member, timed out by the caller: %v, class %q; want unavailable", kind, res.Err, res.Class)
 		}
 	}
 	for kind, want := range map[string]string{plan.OpPut: plan.ErrUnavailable, plan.OpGet: plan.ErrTimeout} {

@@ -105,10 +105,7 @@ func (l *locker) Close() error { return nil }
 // deadline: clientv3 waits for a ready connection, so a call from a
 // frozen contender would otherwise never return.
 func (l *locker) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, l.timeout)
+	return stores.OpContext(ctx, l.timeout)
 }
 
 type contender struct {

@@ -98,10 +98,7 @@ func (r *registry) dialRotated(i int) (*clientv3.Client, error) {
 // deadline: clientv3 re-sends some refusals until the deadline, and
 // without one a call to a cut-off member would never return.
 func (r *registry) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, r.timeout)
+	return stores.OpContext(ctx, r.timeout)
 }
 
 func (r *registry) Register(ctx context.Context, key string, value []byte) (stores.Instance, error) {

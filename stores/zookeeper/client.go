@@ -306,7 +306,8 @@ func (h *orderedHosts) Connected() {
 }
 
 // Do runs op once on the session of op.Client. The per-op timeout applies
-// unless ctx already has a deadline.
+// unless the op is bounded already (stores.OpContext): the workload engine
+// times out its ops itself, without a deadline the store would see.
 func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 	switch op.Kind {
 	case plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn:
@@ -315,11 +316,8 @@ func (c *client) Do(ctx context.Context, op stores.Op) stores.Result {
 		return stores.Result{Err: err, Class: plan.ErrOther}
 	}
 	conn := c.conns[uint(op.Client)%uint(len(c.conns))]
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
+	ctx, cancel := stores.OpContext(ctx, c.timeout)
+	defer cancel()
 	var res stores.Result
 	err := ctx.Err()
 	if err == nil {

@@ -1,0 +1,126 @@
+package workload
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coordlab/scenario/stores"
+)
+
+// opTimer ends a worker's operation at the workload's timeout without a
+// deadline on its context. A deadline per op cost a runtime timer in the
+// runner and, because gRPC sends it as a grpc-timeout header, a parsed
+// header and a second timer in the store for every request: work etcd's
+// own benchmark tool, which sends no deadline, does not make either side
+// do. Instead each worker keeps one cancellable context across its ops and
+// publishes when its current op is due to time out; a watchdog per Run
+// scans the workers a few times per timeout and cancels the context of an
+// op past its due time. The store sees the cancellation as the client
+// giving up (gRPC's RST_STREAM), as it would a deadline.
+type opTimer struct {
+	base   context.Context // never cancelled; marked as timed by its caller
+	ctx    context.Context // the current op's context
+	cancel context.CancelFunc
+	// due is the monotonic offset at which the current op times out, 0
+	// between ops, and claimed once the watchdog has taken the op to cancel
+	// it. Only the worker stores a due time and only the watchdog claims one.
+	due     atomic.Int64
+	expired bool // the last op was cancelled: ctx is spent
+}
+
+const claimed = -1
+
+func newOpTimer(base context.Context) *opTimer {
+	t := &opTimer{base: stores.WithCallerTimeout(base)}
+	t.ctx, t.cancel = context.WithCancel(t.base)
+	return t
+}
+
+// begin returns the context for an op that times out at offset due.
+func (t *opTimer) begin(due time.Duration) context.Context {
+	if t.expired {
+		t.ctx, t.cancel = context.WithCancel(t.base)
+		t.expired = false
+	}
+	t.due.Store(int64(due))
+	return t.ctx
+}
+
+// end marks the op returned and reports whether the watchdog cancelled it.
+func (t *opTimer) end() bool {
+	if t.due.Swap(0) != claimed {
+		return false
+	}
+	// The watchdog claimed the op and cancels right after: wait for it, so
+	// that the next op's context is not the one it is about to cancel.
+	<-t.ctx.Done()
+	t.expired = true
+	return true
+}
+
+// expire cancels the op if it is still running past its due time at now.
+func (t *opTimer) expire(now time.Duration) {
+	if d := t.due.Load(); d > 0 && int64(now) >= d && t.due.CompareAndSwap(d, claimed) {
+		t.cancel()
+	}
+}
+
+// close releases the context once the worker has stopped.
+func (t *opTimer) close() { t.cancel() }
+
+// watchTick is how often the watchdog looks: an op ends at most this long
+// after its timeout, 1/64 of it (16 ms at the default 5 s, under 2 ms at 100
+// ms), and never more often than every millisecond.
+func watchTick(timeout time.Duration) time.Duration {
+	return min(max(timeout/64, time.Millisecond), 16*time.Millisecond)
+}
+
+// watchdog cancels the ops of a Run's workers that outlive their timeout.
+type watchdog struct {
+	mu     sync.Mutex
+	timers []*opTimer
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// startWatchdog scans every tick until stop is called, reading the time
+// from now.
+func startWatchdog(tick time.Duration, now func() time.Duration) *watchdog {
+	w := &watchdog{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		var seen []*opTimer
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+			w.mu.Lock()
+			seen = append(seen[:0], w.timers...)
+			w.mu.Unlock()
+			at := now()
+			for _, ot := range seen {
+				ot.expire(at)
+			}
+		}
+	}()
+	return w
+}
+
+// add watches t from now on.
+func (w *watchdog) add(t *opTimer) {
+	w.mu.Lock()
+	w.timers = append(w.timers, t)
+	w.mu.Unlock()
+}
+
+// close stops the watchdog; it has cancelled its last op when close returns.
+func (w *watchdog) close() {
+	close(w.stop)
+	<-w.done
+}

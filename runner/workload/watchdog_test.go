@@ -1,0 +1,150 @@
+package workload
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/stores"
+)
+
+// An op's context is cancelled exactly when end reports that the watchdog
+// took it, however the two interleave; the next op then gets a fresh one.
+func TestOpTimerCancelsOnlyClaimedOps(t *testing.T) {
+	t.Parallel()
+	ot := newOpTimer(context.Background())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				ot.expire(time.Hour) // every op is long past due
+			}
+		}
+	})
+	// Both outcomes must occur many times over; Gosched between begin and
+	// end hands the watchdog a chance at the op in flight.
+	claims, kept := 0, 0
+	var spent context.Context
+	for i := 0; (claims < 100 || kept < 100) && i < 10_000_000; i++ {
+		ctx := ot.begin(time.Nanosecond)
+		if ctx == spent {
+			t.Fatalf("op %d was given the context of the op the watchdog cancelled", i)
+		}
+		if i%2 == 0 {
+			runtime.Gosched()
+		}
+		if ot.end() {
+			claims++
+			spent = ctx
+			if ctx.Err() == nil {
+				t.Fatalf("op %d: claimed but its context was not cancelled", i)
+			}
+		} else if err := ctx.Err(); err != nil {
+			t.Fatalf("op %d: cancelled (%v) but end reported no claim", i, err)
+		} else {
+			kept++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	ot.close()
+	if claims < 100 || kept < 100 {
+		t.Errorf("%d ops claimed and %d kept: the test did not exercise both", claims, kept)
+	}
+}
+
+func TestOpTimerLeavesOpsOnTime(t *testing.T) {
+	t.Parallel()
+	ot := newOpTimer(context.Background())
+	defer ot.close()
+	ctx := ot.begin(time.Second)
+	ot.expire(time.Second - 1) // not yet due
+	if ctx.Err() != nil || ot.end() {
+		t.Fatal("an op before its due time was cancelled")
+	}
+	ot.expire(2 * time.Second) // between ops: nothing to cancel
+	if ctx := ot.begin(3 * time.Second); ctx.Err() != nil {
+		t.Fatal("the watchdog cancelled a worker between ops")
+	}
+	ot.end()
+}
+
+func TestWatchTick(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ timeout, want time.Duration }{
+		{10 * time.Millisecond, time.Millisecond},
+		{100 * time.Millisecond, 100 * time.Millisecond / 64},
+		{DefaultTimeout, 16 * time.Millisecond},
+		{time.Hour, 16 * time.Millisecond},
+	} {
+		if got := watchTick(tc.timeout); got != tc.want {
+			t.Errorf("watchTick(%v) = %v, want %v", tc.timeout, got, tc.want)
+		}
+	}
+}
+
+// deadlineStore records whether an op's context reached it with a deadline
+// or one a driver would add (stores.OpContext), then answers as fakeStore.
+type deadlineStore struct {
+	*fakeStore
+	mu        sync.Mutex
+	deadlines int
+}
+
+func (d *deadlineStore) Do(ctx context.Context, op stores.Op) stores.Result {
+	opCtx, cancel := stores.OpContext(ctx, time.Hour)
+	defer cancel()
+	if _, ok := opCtx.Deadline(); ok {
+		d.mu.Lock()
+		d.deadlines++
+		d.mu.Unlock()
+	}
+	return d.fakeStore.Do(ctx, op)
+}
+
+// Ops time out at the workload's timeout with no deadline the store would
+// see, and the worker goes on with a fresh context once the stall is over.
+func TestOpsTimeOutWithoutDeadline(t *testing.T) {
+	t.Parallel()
+	spec := testSpec()
+	spec.Clients, spec.Timeout = 1, plan.Duration(50*time.Millisecond)
+	store := &deadlineStore{fakeStore: newFakeStore(time.Millisecond)}
+	base := time.Now()
+	// Without the watchdog the first op would wait out the stall and succeed.
+	store.stallFrom, store.stallTo = base, base.Add(300*time.Millisecond)
+	c := &collector{}
+	e, err := New(spec, store, c.newSink, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run(context.Background(), closedLoad(1, 1, 600*time.Millisecond), 0); err != nil {
+		t.Fatal(err)
+	}
+	var timeouts, ok int
+	for _, s := range c.samples() {
+		switch {
+		case s.Class == plan.ErrTimeout:
+			timeouts++
+			if d := s.End - s.Start; d < 50*time.Millisecond {
+				t.Errorf("timed out after %v, before the 50ms timeout", d)
+			}
+		case s.Class == "":
+			ok++
+		default:
+			t.Errorf("sample %+v: want a timeout or a success", s)
+		}
+	}
+	if timeouts < 2 || ok == 0 {
+		t.Errorf("%d timeouts and %d successes: want the stall's ops timed out and the rest served", timeouts, ok)
+	}
+	if store.deadlines != 0 {
+		t.Errorf("%d ops reached the store with a deadline", store.deadlines)
+	}
+}
