@@ -45,7 +45,8 @@ type Result struct {
 // Client sends operations to one cluster, as one workload's connections.
 // Do is safe for concurrent use. It retries a failed operation only as the
 // store's client library does, by default or as the workload's client
-// block declares.
+// block declares. It bounds an op by ClientOptions.Timeout unless its
+// context is bounded already (OpContext).
 type Client interface {
 	Do(ctx context.Context, op Op) Result
 	Close() error
@@ -94,7 +95,7 @@ type ClientOptions struct {
 	Endpoints   []Endpoint
 	Conns       int
 	Consistency string
-	Timeout     time.Duration // per operation whose context has no deadline of its own (the runner sets one per op)
+	Timeout     time.Duration // per operation not bounded by its caller (see OpContext; the runner's engine times out its own)
 	Workload    plan.WorkloadSpec
 }
 
