@@ -2,6 +2,8 @@ package container
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/coordlab/scenario/images"
 )
@@ -207,4 +211,24 @@ func procState(t *testing.T, pid int) string {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return strings.Fields(s[i+1:])[0]
+}
+
+func TestRemoveRetries(t *testing.T) {
+	t.Parallel()
+	// As the engine words the race of a forced remove with the container's
+	// own exit (CI, 2026-11-27).
+	race := errors.New("Error response from daemon: Could not kill running container c9e7d114209a, cannot remove - Container c9e7d114209a is not running")
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{race, true},
+		{fmt.Errorf("remove: %w", cerrdefs.ErrConflict), true},
+		{cerrdefs.ErrNotFound, false},
+		{errors.New("permission denied"), false},
+	} {
+		if got := removeRetries(tc.err); got != tc.want {
+			t.Errorf("removeRetries(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
 }

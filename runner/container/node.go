@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,41 @@ import (
 
 // notFound reports an engine error about something already gone.
 func notFound(err error) bool { return cerrdefs.IsNotFound(err) }
+
+// forceRemove removes a container, running or not. The engine's forced
+// remove kills a running container first, and when the container exits
+// between the engine's look and its kill (a store stopping at teardown), it
+// refuses with "Could not kill running container ..., cannot remove -
+// Container ... is not running", a conflict that a second try does not
+// meet. Seen once in CI on a node stopped just before; so conflicts are
+// retried a few times, briefly.
+func forceRemove(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
+	var err error
+	for attempt := range removeAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+		}
+		_, err = cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || notFound(err) {
+			return nil
+		}
+		if !removeRetries(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// removeRetries reports whether a failed forced remove is worth another try.
+func removeRetries(err error) bool {
+	return cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is not running")
+}
+
+const removeAttempts = 5
 
 // ErrNotRunning is returned by Pause and Resume when the store's container
 // is not running.
@@ -556,7 +592,7 @@ func (n *Node) remove(ctx context.Context) error {
 	}
 	var errs []error
 	for _, id := range ids {
-		if _, err := n.run.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !notFound(err) {
+		if err := forceRemove(ctx, n.run.cli, id); err != nil {
 			errs = append(errs, fmt.Errorf("remove container %s of node %s: %w", shortID(id), n.name, err))
 		}
 	}

@@ -294,7 +294,7 @@ func removeLabelled(ctx context.Context, cli *testcontainers.DockerClient, filte
 	for _, r := range rs {
 		switch r.kind {
 		case "container":
-			_, err = cli.ContainerRemove(ctx, r.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			err = forceRemove(ctx, cli, r.id)
 		case "volume":
 			_, err = cli.VolumeRemove(ctx, r.id, client.VolumeRemoveOptions{Force: true})
 		case "network":
