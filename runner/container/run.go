@@ -85,6 +85,9 @@ func disableReaper() error {
 	return os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 }
 
+// quietLibrary silences testcontainers' logger once per process.
+var quietLibrary sync.Once
+
 // newClient connects to the Docker engine testcontainers finds (DOCKER_HOST
 // or the default socket), quietly.
 func newClient(ctx context.Context) (*testcontainers.DockerClient, error) {
@@ -92,8 +95,11 @@ func newClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 		return nil, err
 	}
 	// The library otherwise prints a banner and a line per container to
-	// stderr; the runner logs what matters itself.
-	tclog.SetDefault(tclog.NewNoopLogger())
+	// stderr; the runner logs what matters itself. Its logger is a global
+	// of the library's, written without a lock: set it once, since runs
+	// (the store tests' parallel subtests) connect concurrently, and the
+	// race detector caught two of them writing it at once.
+	quietLibrary.Do(func() { tclog.SetDefault(tclog.NewNoopLogger()) })
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the Docker engine: %w", err)
