@@ -77,7 +77,8 @@ func (f *fakeKV) Semantics() stores.WatchSemantics { return stores.WatchEvents }
 func (f *fakeKV) Close() error                     { return nil }
 
 // fakeWriter is a workload engine that writes tagged values to 5 keys,
-// one every 2 ms for the load's duration, reporting each as its history.
+// one every 2 ms for the load's duration (at least three), reporting each
+// as its history.
 type fakeWriter struct {
 	kv      *fakeKV
 	base    time.Time
@@ -89,7 +90,9 @@ func (w *fakeWriter) Run(ctx context.Context, l plan.LoadSpec, start time.Durati
 	if err := sleepUntil(ctx, w.base.Add(start)); err != nil {
 		return workload.Stats{}, err
 	}
-	for end := start + l.Duration.D(); time.Since(w.base) < end; {
+	// At least three writes per load, however late this goroutine runs: a
+	// busy machine once stretched the 150 ms loads to none at all.
+	for end, n := start+l.Duration.D(), 0; n < 3 || time.Since(w.base) < end; n++ {
 		w.seq++
 		key := "/cfg/k" + string(rune('0'+w.seq%5))
 		v := workload.AppendValue(nil, 16, 3, w.seq)

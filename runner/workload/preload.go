@@ -35,8 +35,15 @@ func (e *Engine) Preload(ctx context.Context, n int) error {
 		firstErr           error
 		wg                 sync.WaitGroup
 	)
+	// Timed out as the load's ops are (see opTimer): no deadline, so no
+	// runtime timer and no grpc-timeout header per write.
+	wd := startWatchdog(watchTick(e.timeout), e.now)
+	defer wd.close()
 	for w := range n {
+		timer := newOpTimer(ctx)
+		wd.add(timer)
 		wg.Go(func() {
+			defer timer.close()
 			size := max(e.cfg.valueSize, ValueTagSize)
 			for ctx.Err() == nil {
 				i := next.Add(1) - 1
@@ -45,14 +52,16 @@ func (e *Engine) Preload(ctx context.Context, n int) error {
 				}
 				key := e.cfg.keys.Key(i)
 				val := AppendValue(make([]byte, 0, size), size, PreloadWriter, uint64(i))
-				opCtx, cancel := context.WithTimeout(ctx, e.timeout)
 				call := e.now()
-				res := e.client.Do(opCtx, stores.Op{Kind: plan.OpPut, Key: key, Value: val})
+				res := e.client.Do(timer.begin(call+e.timeout), stores.Op{Kind: plan.OpPut, Key: key, Value: val})
 				ret := e.now()
-				cancel()
+				timedOut := timer.end()
 				class := ""
 				if res.Err != nil {
 					class = res.Class
+					if timedOut {
+						class = plan.ErrTimeout
+					}
 					if class == "" {
 						class = plan.ErrOther
 					}

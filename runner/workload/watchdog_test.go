@@ -2,7 +2,9 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,5 +148,44 @@ func TestOpsTimeOutWithoutDeadline(t *testing.T) {
 	}
 	if store.deadlines != 0 {
 		t.Errorf("%d ops reached the store with a deadline", store.deadlines)
+	}
+}
+
+// Preload writes time out as the load's do: by the watchdog, classed as
+// timeouts, with no deadline reaching the store.
+func TestPreloadTimesOutWithoutDeadline(t *testing.T) {
+	t.Parallel()
+	spec := testSpec()
+	spec.Keyspace, spec.Preload, spec.Timeout = 40, true, plan.Duration(50*time.Millisecond)
+	store := &deadlineStore{fakeStore: newFakeStore(time.Millisecond)}
+	base := time.Now()
+	store.stallFrom, store.stallTo = base, base.Add(200*time.Millisecond)
+	h := &historyLog{}
+	e, err := New(spec, store, (&collector{}).newSink, base, WithHistory(h.add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Preload(context.Background(), 2)
+	if !errors.Is(err, ErrPreload) || !strings.Contains(err.Error(), plan.ErrTimeout) {
+		t.Errorf("err = %v, want ErrPreload with the first failure a timeout", err)
+	}
+	var timeouts int
+	for _, op := range h.all() {
+		switch op.Class {
+		case plan.ErrTimeout:
+			timeouts++
+			if d := op.Return - op.Call; d < 50*time.Millisecond {
+				t.Errorf("write timed out after %v, before the 50ms timeout", d)
+			}
+		case "":
+		default:
+			t.Errorf("write %+v: want a timeout or a success", op)
+		}
+	}
+	if timeouts < 2 || timeouts == len(h.all()) {
+		t.Errorf("%d of %d writes timed out: want the stall's writes timed out and the rest served", timeouts, len(h.all()))
+	}
+	if store.deadlines != 0 {
+		t.Errorf("%d writes reached the store with a deadline", store.deadlines)
 	}
 }
