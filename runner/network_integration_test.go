@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -193,9 +194,12 @@ phase "leader" {
 	}
 }
 
+// fmtOpt formats a figure the results may leave out, to six significant
+// digits: a time in milliseconds to a tenth or better, an availability
+// such as 0.9876 whole.
 func fmtOpt(v *float64) string {
 	if v == nil {
-		return "null"
+		return "none"
 	}
-	return fmt.Sprintf("%.1f", *v)
+	return strconv.FormatFloat(*v, 'g', 6, 64)
 }

@@ -158,21 +158,21 @@ phase "after" {
 				t.Errorf("kill: elections = %d, want >= 1; leader timeline %+v, notes %v", kill.Elections, res.Leader, res.Notes)
 			}
 			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
-				t.Errorf("time to a new leader = %v ms, want within %.0f ms", fmtPtr(f.TimeToLeaderMS), sc.leaderBy)
+				t.Errorf("time to a new leader = %v ms, want within %.0f ms", fmtOpt(f.TimeToLeaderMS), sc.leaderBy)
 			}
 			if f.TimeToWriteMS == nil || *f.TimeToWriteMS > sc.writeGapBy {
-				t.Errorf("time to the first write after the kill = %v ms, want within %.0f ms", fmtPtr(f.TimeToWriteMS), sc.writeGapBy)
+				t.Errorf("time to the first write after the kill = %v ms, want within %.0f ms", fmtOpt(f.TimeToWriteMS), sc.writeGapBy)
 			}
 			if f.RecoveredMS == nil {
 				t.Errorf("the killed leader was not restarted")
 			}
-			t.Logf("kill: new leader after %s ms, first write after %s ms, errors %v", fmtPtr(f.TimeToLeaderMS), fmtPtr(f.TimeToWriteMS), kill.Total.ErrorsBy)
+			t.Logf("kill: new leader after %s ms, first write after %s ms, errors %v", fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS), kill.Total.ErrorsBy)
 			if lc, ok := kill.Server["leader_changes"]; ok && lc.Values["delta"] < 1 {
 				t.Errorf("kill: the store counted %v leader changes; want the one the kill caused", lc.Values["delta"])
 			}
 			t.Logf("kill: server: %s", results.ServerLine(kill.Server))
 			if a := phase(t, res, "after").Availability; a == nil || *a < 0.99 {
-				t.Errorf("availability after the restart = %v, want >= 0.99", fmtPtr(a))
+				t.Errorf("availability after the restart = %v, want >= 0.99", fmtOpt(a))
 			}
 		})
 	}
@@ -187,13 +187,6 @@ func workloadStats(t *testing.T, p *results.Phase, name string) *results.Workloa
 	}
 	t.Fatalf("phase %s has no workload %s", p.Name, name)
 	return nil
-}
-
-func fmtPtr(v *float64) string {
-	if v == nil {
-		return "none"
-	}
-	return fmt.Sprintf("%.0f", *v)
 }
 
 // needStore skips when a store cannot be had on this machine: ZooKeeper is
@@ -251,9 +244,9 @@ phase "cut" {
 			// below the cut's 8 s, after which writes would resume anyway.
 			const within = 7000
 			if f.TimeToWriteMS == nil || *f.TimeToWriteMS > within {
-				t.Errorf("time to the first write after the cut = %s ms, want within %d ms", fmtPtr(f.TimeToWriteMS), within)
+				t.Errorf("time to the first write after the cut = %s ms, want within %d ms", fmtOpt(f.TimeToWriteMS), within)
 			}
-			t.Logf("isolated leader: new leader after %s ms, first write after %s ms, errors %v", fmtPtr(f.TimeToLeaderMS), fmtPtr(f.TimeToWriteMS), cut.Total.ErrorsBy)
+			t.Logf("isolated leader: new leader after %s ms, first write after %s ms, errors %v", fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS), cut.Total.ErrorsBy)
 		})
 	}
 }
@@ -319,10 +312,10 @@ phase "after" {
 				if f.Kind == plan.FaultDisk && (f.Disk == nil || f.Disk.Writes == 0) {
 					t.Errorf("fault %s: the disk contender wrote nothing: %+v", f.FaultID, f.Disk)
 				}
-				t.Logf("%s on %v: applied %s ms, first write after %s ms", f.Kind, f.Targets, fmtPtr(f.AppliedMS), fmtPtr(f.TimeToWriteMS))
+				t.Logf("%s on %v: applied %s ms, first write after %s ms", f.Kind, f.Targets, fmtOpt(f.AppliedMS), fmtOpt(f.TimeToWriteMS))
 			}
 			if a := phase(t, res, "after").Availability; a == nil || *a < 0.99 {
-				t.Errorf("availability after the faults = %s, want >= 0.99", fmtPtr(a))
+				t.Errorf("availability after the faults = %s, want >= 0.99", fmtOpt(a))
 			}
 		})
 	}
