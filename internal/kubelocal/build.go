@@ -141,7 +141,10 @@ func build(ctx context.Context, dir string) error {
 		" -X k8s.io/component-base/version.gitMajor=1" +
 		" -X k8s.io/component-base/version.gitMinor=" + strings.Split(Version, ".")[1] +
 		" -X k8s.io/client-go/pkg/version.gitVersion=" + Version
-	args := []string{"build", "-trimpath", "-ldflags", ldflags, "-o", outDir + "/"}
+	// Without debug information, as the stores are built (stores/gobuild):
+	// goOutput's GOFLAGS replaces any the caller set, so the compiler's
+	// half (-dwarf=false) is asked for here; -s -w is the linker's.
+	args := []string{"build", "-trimpath", "-gcflags=all=-dwarf=false", "-ldflags", ldflags, "-o", outDir + "/"}
 	for _, b := range Binaries {
 		args = append(args, "./cmd/"+b)
 	}
