@@ -260,24 +260,15 @@ func (w *worker) send(intended time.Duration) {
 	start := e.now()
 	res := e.client.Do(w.timer.begin(start+e.timeout), op)
 	end := e.now()
-	if w.timer.end() && res.Err != nil {
-		// Cancelled by the watchdog: a timeout, whatever the driver made
-		// of the cancellation.
-		res.Class = plan.ErrTimeout
-	}
+	class := errClass(res, w.timer.end())
 	if intended < 0 {
 		intended = start
 	} else if start-intended > e.opts.late {
 		w.st.LateStarts++
 	}
 	w.st.Sent++
-	class := ""
-	if res.Err != nil {
+	if class != "" {
 		w.st.Failed++
-		class = res.Class
-		if class == "" {
-			class = plan.ErrOther
-		}
 	}
 	write := isWrite(op.Kind)
 	w.sink.Record(metrics.Sample{Workload: e.spec.Name, Op: op.Kind, Intended: intended, Start: start, End: end, Class: class, Write: write, Node: res.Node})

@@ -55,16 +55,8 @@ func (e *Engine) Preload(ctx context.Context, n int) error {
 				call := e.now()
 				res := e.client.Do(timer.begin(call+e.timeout), stores.Op{Kind: plan.OpPut, Key: key, Value: val})
 				ret := e.now()
-				timedOut := timer.end()
-				class := ""
-				if res.Err != nil {
-					class = res.Class
-					if timedOut {
-						class = plan.ErrTimeout
-					}
-					if class == "" {
-						class = plan.ErrOther
-					}
+				class := errClass(res, timer.end())
+				if class != "" {
 					if failed.Add(1) == 1 {
 						mu.Lock()
 						firstErr = fmt.Errorf("put %q: %s: %w", key, class, res.Err)

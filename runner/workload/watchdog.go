@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -65,6 +66,21 @@ func (t *opTimer) expire(now time.Duration) {
 	if d := t.due.Load(); d > 0 && int64(now) >= d && t.due.CompareAndSwap(d, claimed) {
 		t.cancel()
 	}
+}
+
+// errClass is the error class of an op's result: "" for a success, a
+// timeout when the watchdog cancelled it (timedOut, from end), whatever the
+// driver made of the cancellation, else the driver's class or ErrOther.
+func errClass(res stores.Result, timedOut bool) string {
+	switch {
+	case res.Err == nil:
+		return ""
+	case timedOut:
+		return plan.ErrTimeout
+	case res.Class != "":
+		return res.Class
+	}
+	return plan.ErrOther
 }
 
 // close releases the context once the worker has stopped.

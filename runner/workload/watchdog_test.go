@@ -189,3 +189,23 @@ func TestPreloadTimesOutWithoutDeadline(t *testing.T) {
 		t.Errorf("%d writes reached the store with a deadline", store.deadlines)
 	}
 }
+
+func TestErrClass(t *testing.T) {
+	t.Parallel()
+	fail := errors.New("failed")
+	for _, tc := range []struct {
+		res      stores.Result
+		timedOut bool
+		want     string
+	}{
+		{stores.Result{}, false, ""},
+		{stores.Result{}, true, ""}, // answered before the cancel took
+		{stores.Result{Err: fail, Class: plan.ErrConnection}, false, plan.ErrConnection},
+		{stores.Result{Err: fail, Class: plan.ErrConnection}, true, plan.ErrTimeout},
+		{stores.Result{Err: fail}, false, plan.ErrOther},
+	} {
+		if got := errClass(tc.res, tc.timedOut); got != tc.want {
+			t.Errorf("errClass(%+v, %v) = %q, want %q", tc.res, tc.timedOut, got, tc.want)
+		}
+	}
+}
