@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/coordlab/scenario/internal/gcbudget"
 	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
 
@@ -63,18 +65,26 @@ type contender struct {
 	gcBudget bool
 }
 
-// ours is the contender whose ratio is reported as the benchmark's metric.
-const ours = "scenario"
+// ours is the contender whose ratio is reported as the benchmark's metric;
+// oursPlain is the same with require_leader = false, whose ratios are
+// reported too (with a "plain_" prefix).
+const (
+	ours      = "scenario"
+	oursPlain = "scenario,require_leader=false"
+)
 
 func contenders(benchBin string) []contender {
 	cs := []contender{
 		{name: "etcd benchmark", run: func(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (measurement, error) {
 			return runTheirs(ctx, benchBin, leader.ClientAddr, c)
 		}},
-		{name: ours, run: runOurs, gcBudget: true},
+		{name: ours, run: runOurs(plan.ClientSpec{}), gcBudget: true},
+		// The same RPCs as etcd's tool sends: a scenario that declares
+		// clientv3's default, no require-leader metadata.
+		{name: oursPlain, run: runOurs(plan.ClientSpec{RequireLeader: new(false)}), gcBudget: true},
 	}
 	if *gcDefault {
-		cs = append(cs, contender{name: "scenario,GOGC=100", run: runOurs})
+		cs = append(cs, contender{name: "scenario,GOGC=100", run: runOurs(plan.ClientSpec{})})
 	}
 	if *breakdown {
 		cs = append(cs,
@@ -142,6 +152,9 @@ func BenchmarkEtcdPut(b *testing.B) {
 			t, o := r.runs[0], r.runs[slices.Index(r.names, ours)]
 			ratioOf(each(t, rate), each(o, rate)).report(b, "ratio_rps")
 			ratioOf(each(t, cpuPerReq), each(o, cpuPerReq)).report(b, "ratio_cpu/req")
+			p := r.runs[slices.Index(r.names, oursPlain)]
+			ratioOf(each(t, rate), each(p, rate)).report(b, "plain_ratio_rps")
+			ratioOf(each(t, cpuPerReq), each(p, cpuPerReq)).report(b, "plain_ratio_cpu/req")
 			b.ReportMetric(results.Median(each(o, rate)), "ours_rps")
 			b.ReportMetric(results.Median(each(t, rate)), "theirs_rps")
 			b.ReportMetric(results.Median(each(o, p99)), "ours_p99_ms")
@@ -183,7 +196,7 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
 			}
 			rctx, cancel := context.WithTimeout(ctx, runTimeout)
-			m, err := withGCBudget(rctx, ct.gcBudget, func() (measurement, error) { return ct.run(rctx, leader, c, theirs) })
+			m, err := withGCBudget(rctx, ct.gcBudget, func() (measurement, error) { return labelled(rctx, ct, c, leader, theirs) })
 			cancel()
 			if err != nil {
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
@@ -196,6 +209,17 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 		}
 	}
 	return r, nil
+}
+
+// labelled runs ct with a profiler label naming it and the case, which the
+// goroutines it starts inherit (its workers, gRPC's connection goroutines),
+// so that a -cpuprofile of the benchmark splits by contender:
+// `go tool pprof -tagfocus contender=scenario`.
+func labelled(ctx context.Context, ct contender, c putCase, leader stores.Endpoint, d time.Duration) (m measurement, err error) {
+	pprof.Do(ctx, pprof.Labels("contender", ct.name, "case", c.name), func(ctx context.Context) {
+		m, err = ct.run(ctx, leader, c, d)
+	})
+	return m, err
 }
 
 // withGCBudget runs fn with the scenario command's GC headroom in force

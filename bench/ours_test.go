@@ -22,6 +22,11 @@ import (
 // etcd's tool writes a varint into a zeroed buffer) but not in size, and both
 // tools write the same number of distinct keys.
 func oursSpec(c putCase) plan.WorkloadSpec {
+	return oursSpecWith(c, plan.ClientSpec{})
+}
+
+// oursSpecWith is oursSpec with the given client settings.
+func oursSpecWith(c putCase, client plan.ClientSpec) plan.WorkloadSpec {
 	return plan.WorkloadSpec{
 		Name:         "put",
 		Mix:          []plan.OpWeight{{Op: plan.OpPut, Weight: 1}},
@@ -34,15 +39,22 @@ func oursSpec(c putCase) plan.WorkloadSpec {
 		Clients:      c.clients,
 		Conns:        c.conns,
 		Timeout:      plan.Duration(workload.DefaultTimeout),
+		Client:       client,
 	}
 }
 
-// runOurs is what a scenario run does: the workload engine sending through
-// the etcd driver's client. Connections are opened before the clock starts,
-// as etcd's tool does before its report starts; both dial lazily, so the
-// first requests of either pay for the handshakes.
-func runOurs(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (_ measurement, err error) {
-	spec := oursSpec(c)
+// runOurs is what a scenario run with these client settings does: the
+// workload engine sending through the etcd driver's client. Connections are
+// opened before the clock starts, as etcd's tool does before its report
+// starts; both dial lazily, so the first requests of either pay for the
+// handshakes.
+func runOurs(client plan.ClientSpec) func(context.Context, stores.Endpoint, putCase, time.Duration) (measurement, error) {
+	return func(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (measurement, error) {
+		return runOursWith(ctx, leader, oursSpecWith(c, client), c, d)
+	}
+}
+
+func runOursWith(ctx context.Context, leader stores.Endpoint, spec plan.WorkloadSpec, c putCase, d time.Duration) (_ measurement, err error) {
 	cli, err := etcd.NewClient(ctx, stores.ClientOptions{
 		Endpoints:   []stores.Endpoint{leader},
 		Conns:       spec.Conns,

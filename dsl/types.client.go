@@ -11,7 +11,7 @@ import (
 const blockClient = "client"
 
 var clientSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-	{Name: "keepalive_time"}, {Name: "keepalive_timeout"}, {Name: "reconnect_backoff_max"}, {Name: "session_timeout"}, {Name: "retries"},
+	{Name: "keepalive_time"}, {Name: "keepalive_timeout"}, {Name: "reconnect_backoff_max"}, {Name: "session_timeout"}, {Name: "retries"}, {Name: "require_leader"},
 }}
 
 // decodeClient reads a workload's client block into w.Spec.Client and
@@ -23,9 +23,15 @@ func decodeClient(block *hcl.Block, w *Workload, d *decoder) {
 	c := &w.Spec.Client
 	for _, attr := range sortedAttributes(content.Attributes) {
 		w.clientRanges[attr.Name] = attr.NameRange
-		if attr.Name == "retries" {
+		switch attr.Name {
+		case "retries":
 			if n, ok := d.integer(attr, 0, plan.MaxRetries); ok {
 				c.Retries = new(int(n))
+			}
+			continue
+		case "require_leader":
+			if b, ok := d.boolean(attr); ok {
+				c.RequireLeader = new(b)
 			}
 			continue
 		}

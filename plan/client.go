@@ -4,8 +4,9 @@ import "fmt"
 
 // ClientSpec is the declared connection behaviour of a workload's clients.
 // A zero field means the store's client library's own default, so that a
-// run measures what a service using that library sees; a scenario that
-// wants aggressive settings says so. These settings change what a fault
+// run measures what a service using that library sees (all but
+// RequireLeader, see there); a scenario that wants aggressive settings
+// says so. These settings change what a fault
 // does to the clients more than anything else in a scenario: with gRPC
 // keepalive on, grpc-go also sets TCP_USER_TIMEOUT to the keepalive
 // timeout, so a connection with unacknowledged data is torn down after it
@@ -31,7 +32,20 @@ type ClientSpec struct {
 	// (100 attempts). 0 sends every operation once, so that a refusal
 	// counts as an error instead of as latency.
 	Retries *int `json:"retries,omitempty"`
+	// RequireLeader makes etcd writes and linearizable reads carry
+	// clientv3's require-leader metadata, so that a member without a
+	// leader refuses them at once (counted as unavailable) instead of
+	// holding them. nil is true: the one setting whose default is not the
+	// library's (clientv3 sends none unless asked with WithRequireLeader),
+	// so that a leaderless cluster shows as unavailability, not latency.
+	// false sends what a service using plain clientv3 sends, as etcd's
+	// benchmark tool does.
+	RequireLeader *bool `json:"require_leader,omitempty"`
 }
+
+// LeaderRequired reports whether etcd requests require a leader: true
+// unless the scenario says require_leader = false.
+func (c ClientSpec) LeaderRequired() bool { return c.RequireLeader == nil || *c.RequireLeader }
 
 // MaxRetries bounds the retries attribute.
 const MaxRetries = 1000
@@ -56,6 +70,12 @@ func (c ClientSpec) String() string {
 			s += ", "
 		}
 		s += fmt.Sprintf("retries %d", *c.Retries)
+	}
+	if c.RequireLeader != nil {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("require leader %t", *c.RequireLeader)
 	}
 	if s == "" {
 		return "library defaults"

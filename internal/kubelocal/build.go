@@ -63,7 +63,7 @@ func Built(cacheDir string) (string, bool) {
 }
 
 // Build compiles the binaries into the cache once; later calls, in this
-// process or others, return at once. It takes 17-37 minutes of two cores
+// process or others, return at once. It takes 10-37 minutes of two cores
 // the first time (the Go build cache then holds ~4 GB); progress may be nil.
 func Build(ctx context.Context, cacheDir string, progress io.Writer) (string, error) {
 	if progress == nil {
@@ -89,7 +89,7 @@ func Build(ctx context.Context, cacheDir string, progress io.Writer) (string, er
 	if _, ok := Built(cacheDir); ok {
 		return dir, nil
 	}
-	fmt.Fprintf(progress, "building kubernetes %s from its Go module (17-37 minutes on two cores, once)...\n", Version)
+	fmt.Fprintf(progress, "building kubernetes %s from its Go module (10-37 minutes on two cores, once)...\n", Version)
 	start := time.Now()
 	if err := build(ctx, dir); err != nil {
 		return "", fmt.Errorf("build kubernetes %s: %w", Version, err)

@@ -62,7 +62,7 @@ type Cluster struct {
 type NotBuiltError struct{ Dir string }
 
 func (e *NotBuiltError) Error() string {
-	return fmt.Sprintf("kubernetes %s is not built in %s: run `go run ./internal/kubelocal/cmd/kubelocal build` (17-37 minutes on two cores, once)", Version, e.Dir)
+	return fmt.Sprintf("kubernetes %s is not built in %s: run `go run ./internal/kubelocal/cmd/kubelocal build` (10-37 minutes on two cores, once)", Version, e.Dir)
 }
 
 // Missing says what this machine lacks to run a local cluster, or nil.

@@ -125,7 +125,9 @@ func NewClient(ctx context.Context, opts stores.ClientOptions) (stores.Client, e
 		// picks over the members instead of all starting on node 1.
 		rotated := append(append([]string(nil), urls[i%len(urls):]...), urls[:i%len(urls)]...)
 		cfg := workloadConfig(rotated, opts.DialFunc(), opts.Workload.Client)
-		cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(requireLeader))
+		if opts.Workload.Client.LeaderRequired() {
+			cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(requireLeader))
+		}
 		cli, err := clientv3.New(cfg)
 		if err != nil {
 			c.Close()
@@ -203,6 +205,10 @@ func ClientSettings(c plan.ClientSpec) map[string]string {
 		"reconnect_backoff_max": "120s (gRPC default: 1s, x1.6, jitter 0.2)",
 		"retries":               "99 (clientv3 default: reads refused as unavailable are re-sent every 25 ms within the timeout; writes only if never sent)",
 		"balancing":             "round robin over the endpoints (clientv3 default)",
+		"require_leader":        "true (not clientv3's default: writes and linearizable reads are refused at once by a member without a leader)",
+	}
+	if !c.LeaderRequired() {
+		s["require_leader"] = "false (clientv3 default: a member without a leader holds requests until a leader or their timeout)"
 	}
 	if c.KeepaliveTime > 0 {
 		s["keepalive_time"] = c.KeepaliveTime.String()
@@ -463,12 +469,21 @@ func Classify(err error) string {
 			// a message to tell them apart, and etcd's own refusals carry
 			// the same code. Known etcd refusals were matched by type
 			// above; one that a newer server words differently still
-			// starts with etcd's "etcdserver:" prefix. This is the only
-			// place that looks at a message.
+			// starts with etcd's "etcdserver:" prefix. This and the
+			// dropped proposal below are the only places that look at a
+			// message.
 			if strings.HasPrefix(st.Message(), "etcdserver:") {
 				return plan.ErrUnavailable
 			}
 			return plan.ErrConnection
+		case codes.Unknown:
+			// raft's ErrProposalDropped, which etcd 3.5 passes on
+			// unconverted: a leader drops writes while it hands its
+			// office over, or while its uncommitted log is over its
+			// limit. A member refusing for now, as ErrNoLeader is.
+			if st.Message() == raftProposalDropped {
+				return plan.ErrUnavailable
+			}
 		}
 		return plan.ErrOther
 	}
@@ -481,6 +496,9 @@ func Classify(err error) string {
 	}
 	return plan.ErrOther
 }
+
+// raftProposalDropped is the text of raft's ErrProposalDropped.
+const raftProposalDropped = "raft proposal dropped"
 
 // grpcStatus finds a gRPC status in err's chain. Unlike status.FromError it
 // keeps the status's own message rather than the wrapped error's text.

@@ -41,4 +41,16 @@ func TestWorkloadConfigDefaults(t *testing.T) {
 	if s := ClientSettings(plan.ClientSpec{Retries: new(0)}); s["retries"] != "0: each operation is sent once" {
 		t.Errorf("retries = 0 described as %q", s["retries"])
 	}
+	for _, c := range []struct {
+		spec plan.ClientSpec
+		want string
+	}{
+		{plan.ClientSpec{}, "true (not clientv3's default"},
+		{plan.ClientSpec{RequireLeader: new(true)}, "true (not clientv3's default"},
+		{plan.ClientSpec{RequireLeader: new(false)}, "false (clientv3 default"},
+	} {
+		if got := ClientSettings(c.spec)["require_leader"]; !strings.HasPrefix(got, c.want) {
+			t.Errorf("require_leader %v described as %q, want %q...", c.spec.RequireLeader, got, c.want)
+		}
+	}
 }

@@ -24,7 +24,7 @@ func Driver() stores.Driver {
 		Modes:          []string{ConsistencyLinearizable, ConsistencySerializable},
 		StrongRead:     ConsistencyLinearizable,
 		Ops:            []string{plan.OpPut, plan.OpGet, plan.OpDelete, plan.OpRange, plan.OpTxn},
-		ClientKnobs:    []string{"keepalive_time", "keepalive_timeout", "reconnect_backoff_max", "retries"},
+		ClientKnobs:    []string{"keepalive_time", "keepalive_timeout", "reconnect_backoff_max", "retries", "require_leader"},
 		ValueLimit:     valueLimit,
 		Knobs:          knobs(),
 		NewKnobs:       newKnobs,

@@ -179,6 +179,14 @@ func TestIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dflt.Close()
+	// plain sends no require-leader metadata (require_leader = false), as
+	// a service using clientv3 without WithRequireLeader does.
+	noLeaderNeeded := plan.WorkloadSpec{Client: plan.ClientSpec{Retries: new(0), RequireLeader: new(false)}}
+	plain, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 1, Timeout: 300 * time.Millisecond, Workload: noLeaderNeeded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
 	// Do keeps a deadline already on its context (ctx has the test's), so
 	// each op here gets its own, as the runner's engine gives it.
 	within := func(cli stores.Client, op stores.Op) stores.Result {
@@ -285,6 +293,17 @@ func TestIntegration(t *testing.T) {
 		res = timedByCaller(lin, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
 		if res.Err == nil || res.Class != plan.ErrUnavailable {
 			t.Errorf("linearizable %s on a lone member, timed out by the caller: %v, class %q; want unavailable", kind, res.Err, res.Class)
+		}
+	}
+	// Without the metadata the lone member does not refuse: it holds a
+	// write until a leader comes (raft takes no proposal without one)
+	// and a linearizable read until it gets a read index, so both end at
+	// their timeout, as plain clientv3's would. With the metadata added
+	// whatever the setting, both would be refused as unavailable.
+	for _, kind := range []string{plan.OpPut, plan.OpGet} {
+		res := timedByCaller(plain, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
+		if res.Err == nil || res.Class != plan.ErrTimeout {
+			t.Errorf("linearizable %s on a lone member with require_leader = false: %v, class %q; want timeout", kind, res.Err, res.Class)
 		}
 	}
 	for kind, want := range map[string]string{plan.OpPut: plan.ErrUnavailable, plan.OpGet: plan.ErrTimeout} {

@@ -1,7 +1,7 @@
 // Command kubelocal builds, starts and removes the local single-node
 // Kubernetes the kubernetes provider is tested on.
 //
-//	go run ./internal/kubelocal/cmd/kubelocal build     # once: 17-37 minutes on two cores
+//	go run ./internal/kubelocal/cmd/kubelocal build     # once: 10-37 minutes on two cores
 //	go run ./internal/kubelocal/cmd/kubelocal up IMAGE... # until Ctrl-C; imports IMAGEs from Docker
 //	go run ./internal/kubelocal/cmd/kubelocal reap      # what a killed `up` left
 package main
