@@ -214,7 +214,7 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 // labelled runs ct with a profiler label naming it and the case, which the
 // goroutines it starts inherit (its workers, gRPC's connection goroutines),
 // so that a -cpuprofile of the benchmark splits by contender:
-// `go tool pprof -tagfocus contender=scenario`.
+// `go tool pprof -tags`, or -tagfocus 'contender=^scenario$' for one.
 func labelled(ctx context.Context, ct contender, c putCase, leader stores.Endpoint, d time.Duration) (m measurement, err error) {
 	pprof.Do(ctx, pprof.Labels("contender", ct.name, "case", c.name), func(ctx context.Context) {
 		m, err = ct.run(ctx, leader, c, d)
