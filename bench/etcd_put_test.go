@@ -150,11 +150,8 @@ func BenchmarkEtcdPut(b *testing.B) {
 				}
 			}
 			t, o := r.runs[0], r.runs[slices.Index(r.names, ours)]
-			ratioOf(each(t, rate), each(o, rate)).report(b, "ratio_rps")
-			ratioOf(each(t, cpuPerReq), each(o, cpuPerReq)).report(b, "ratio_cpu/req")
-			p := r.runs[slices.Index(r.names, oursPlain)]
-			ratioOf(each(t, rate), each(p, rate)).report(b, "plain_ratio_rps")
-			ratioOf(each(t, cpuPerReq), each(p, cpuPerReq)).report(b, "plain_ratio_cpu/req")
+			reportRatios(b, "", t, o)
+			reportRatios(b, "plain_", t, r.runs[slices.Index(r.names, oursPlain)])
 			b.ReportMetric(results.Median(each(o, rate)), "ours_rps")
 			b.ReportMetric(results.Median(each(t, rate)), "theirs_rps")
 			b.ReportMetric(results.Median(each(o, p99)), "ours_p99_ms")
@@ -209,6 +206,14 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 		}
 	}
 	return r, nil
+}
+
+// reportRatios reports the ratios of rate and of CPU per request of ours to
+// theirs, with their intervals, as prefix+"ratio_rps" and
+// prefix+"ratio_cpu/req".
+func reportRatios(b *testing.B, prefix string, theirs, ours []measurement) {
+	ratioOf(each(theirs, rate), each(ours, rate)).report(b, prefix+"ratio_rps")
+	ratioOf(each(theirs, cpuPerReq), each(ours, cpuPerReq)).report(b, prefix+"ratio_cpu/req")
 }
 
 // labelled runs ct with a profiler label naming it and the case, which the

@@ -49,28 +49,25 @@ func oursSpecWith(c putCase, client plan.ClientSpec) plan.WorkloadSpec {
 // starts; both dial lazily, so the first requests of either pay for the
 // handshakes.
 func runOurs(client plan.ClientSpec) func(context.Context, stores.Endpoint, putCase, time.Duration) (measurement, error) {
-	return func(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (measurement, error) {
-		return runOursWith(ctx, leader, oursSpecWith(c, client), c, d)
-	}
-}
-
-func runOursWith(ctx context.Context, leader stores.Endpoint, spec plan.WorkloadSpec, c putCase, d time.Duration) (_ measurement, err error) {
-	cli, err := etcd.NewClient(ctx, stores.ClientOptions{
-		Endpoints:   []stores.Endpoint{leader},
-		Conns:       spec.Conns,
-		Consistency: spec.Consistency,
-		Timeout:     spec.Timeout.D(),
-		Workload:    spec,
-	})
-	if err != nil {
-		return measurement{}, fmt.Errorf("ours: %w", err)
-	}
-	defer func() {
-		if cerr := cli.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("ours: close client: %w", cerr))
+	return func(ctx context.Context, leader stores.Endpoint, c putCase, d time.Duration) (_ measurement, err error) {
+		spec := oursSpecWith(c, client)
+		cli, err := etcd.NewClient(ctx, stores.ClientOptions{
+			Endpoints:   []stores.Endpoint{leader},
+			Conns:       spec.Conns,
+			Consistency: spec.Consistency,
+			Timeout:     spec.Timeout.D(),
+			Workload:    spec,
+		})
+		if err != nil {
+			return measurement{}, fmt.Errorf("ours: %w", err)
 		}
-	}()
-	return runEngine(ctx, cli, c, d)
+		defer func() {
+			if cerr := cli.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("ours: close client: %w", cerr))
+			}
+		}()
+		return runEngine(ctx, cli, c, d)
+	}
 }
 
 // runEngine drives the closed-loop load of c through the workload engine

@@ -1,6 +1,9 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ClientSpec is the declared connection behaviour of a workload's clients.
 // A zero field means the store's client library's own default, so that a
@@ -52,33 +55,28 @@ const MaxRetries = 1000
 
 // String describes the settings that differ from the libraries' defaults.
 func (c ClientSpec) String() string {
-	var s string
-	add := func(name string, v Duration) {
-		if v > 0 {
-			if s != "" {
-				s += ", "
-			}
-			s += fmt.Sprintf("%s %s", name, v)
+	var parts []string
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{
+		{"keepalive", c.KeepaliveTime},
+		{"keepalive timeout", c.KeepaliveTimeout},
+		{"reconnect backoff max", c.ReconnectBackoffMax},
+		{"session timeout", c.SessionTimeout},
+	} {
+		if d.v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", d.name, d.v))
 		}
 	}
-	add("keepalive", c.KeepaliveTime)
-	add("keepalive timeout", c.KeepaliveTimeout)
-	add("reconnect backoff max", c.ReconnectBackoffMax)
-	add("session timeout", c.SessionTimeout)
 	if c.Retries != nil {
-		if s != "" {
-			s += ", "
-		}
-		s += fmt.Sprintf("retries %d", *c.Retries)
+		parts = append(parts, fmt.Sprintf("retries %d", *c.Retries))
 	}
 	if c.RequireLeader != nil {
-		if s != "" {
-			s += ", "
-		}
-		s += fmt.Sprintf("require leader %t", *c.RequireLeader)
+		parts = append(parts, fmt.Sprintf("require leader %t", *c.RequireLeader))
 	}
-	if s == "" {
+	if len(parts) == 0 {
 		return "library defaults"
 	}
-	return s
+	return strings.Join(parts, ", ")
 }

@@ -55,7 +55,7 @@ func TestClassify(t *testing.T) {
 		{"not leader", rpctypes.ErrNotLeader, plan.ErrUnavailable},
 		{"learner", rpctypes.ErrGPRCNotSupportedForLearner, plan.ErrUnavailable},
 		{"unknown etcd refusal", status.Error(codes.Unavailable, "etcdserver: something new"), plan.ErrUnavailable},
-		{"proposal dropped without a leader", fmt.Errorf("etcd put: %w", status.Error(codes.Unknown, "raft proposal dropped")), plan.ErrUnavailable},
+		{"raft proposal dropped", fmt.Errorf("etcd put: %w", status.Error(codes.Unknown, "raft proposal dropped")), plan.ErrUnavailable},
 
 		{"grpc connection refused", status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`), plan.ErrConnection},
 		{"grpc EOF", status.Error(codes.Unavailable, "error reading from server: EOF"), plan.ErrConnection},
