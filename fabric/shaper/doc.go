@@ -9,27 +9,28 @@
 //
 // # Design
 //
-// One goroutine per host reads its device into a scratch buffer, looks up
+// One goroutine per host reads its device into a pooled buffer, looks up
 // the destination host by the packet's destination address and consults
 // the link of the pair in a table that SetLink republishes whole through
 // an atomic pointer, so the hot path takes no global lock. Down and Loss
 // drop the packet there (loss draws come from a PCG seeded with
 // Options.Seed and the host's index, one per reader, so no lock either).
 // A packet on a link with no delay, jitter or rate, with nothing of its
-// pair still queued, is written straight from the scratch buffer: no copy,
-// no allocation, no clock read.
+// pair still queued, is written straight from that buffer: no copy, no
+// allocation, no clock read.
 //
-// Any other packet is copied into a pooled buffer, given a due time and
-// appended to its pair's FIFO queue. Each pair that has ever queued a
-// packet has a scheduler goroutine that sleeps until the head of its queue
-// is due and then writes every packet that is due, in order, in one
-// wake-up. Due times never decrease within a pair, so an arriving packet
-// never changes what the scheduler sleeps for; it is woken only when its
-// queue goes from empty to non-empty. On Linux it sleeps on a timerfd read
-// through the runtime's poller: the runtime's own timers are rounded to
-// milliseconds when the process is idle (epoll_pwait), a timerfd is
-// not, so packets leave ~50–100 µs after their due time instead of up to
-// ~1 ms. Elsewhere it uses a time.Timer.
+// Any other packet is given a due time and appended to its pair's FIFO
+// queue: a small one copied into a small pooled buffer, a larger one (a TSO
+// segment) in the reader's buffer itself, the reader drawing another. Each
+// pair that has ever queued a packet has a scheduler goroutine that sleeps
+// until the head of its queue is due and then writes every packet that is
+// due, in order, in one wake-up. Due times never decrease within a pair, so
+// an arriving packet never changes what the scheduler sleeps for; it is
+// woken only when its queue goes from empty to non-empty. On Linux it
+// sleeps on a timerfd read through the runtime's poller: the runtime's own
+// timers are rounded to milliseconds when the process is idle
+// (epoll_pwait), a timerfd is not, so packets leave ~50–100 µs after their
+// due time instead of up to ~1 ms. Elsewhere it uses a time.Timer.
 //
 // # Timing rules
 //

@@ -124,6 +124,13 @@ var (
 	largePackets = sync.Pool{New: func() any { return &packet{b: make([]byte, 0, largeFrame)} }}
 )
 
+// getLarge returns an empty packet whose buffer holds the largest frame.
+func getLarge() *packet {
+	pk := largePackets.Get().(*packet)
+	pk.b = pk.b[:0]
+	return pk
+}
+
 func getPacket(b []byte) *packet {
 	pool := &smallPackets
 	if len(b) > smallFrame {

@@ -301,12 +301,15 @@ func (r *Router) readLoop(ctx context.Context, h *host) error {
 		stop := context.AfterFunc(ctx, func() { dl.SetReadDeadline(time.Now()) })
 		defer stop()
 	}
-	// One scratch buffer per device: unshaped packets are written from it
-	// without a copy; queued ones are copied into pooled buffers.
-	buf := make([]byte, r.hlen+maxPacket)
+	// The device is read into a pooled buffer of the largest frame.
+	// Unshaped packets are written from it; a queued frame too large for a
+	// small buffer takes it into the queue whole and the reader draws
+	// another, so that TSO segments are never copied.
+	rb := &readBuf{pk: getLarge()}
+	defer func() { putPacket(rb.pk) }()
 	rng := rand.New(rand.NewPCG(uint64(r.opts.Seed), uint64(h.idx)))
 	for {
-		n, err := h.dev.Read(buf)
+		n, err := h.dev.Read(rb.pk.b[:cap(rb.pk.b)])
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -331,13 +334,35 @@ func (r *Router) readLoop(ctx context.Context, h *host) error {
 			continue
 		}
 		h.read.Add(1)
-		r.route(ctx, h, buf[:n], rng)
+		rb.n = n
+		r.route(ctx, h, rb, rng)
 	}
+}
+
+// readBuf is a reader's buffer and the length of the frame read into it.
+type readBuf struct {
+	pk *packet
+	n  int
+}
+
+func (rb *readBuf) frame() []byte { return rb.pk.b[:rb.n] }
+
+// take returns the frame as a packet the queue may keep: the buffer itself
+// for a large frame, replaced by a fresh one, else a copy in a small one.
+func (rb *readBuf) take() *packet {
+	if rb.n <= smallFrame {
+		return getPacket(rb.frame())
+	}
+	pk := rb.pk
+	pk.b = pk.b[:rb.n]
+	rb.pk = getLarge()
+	return pk
 }
 
 // route shapes one frame read from h. It runs on h's reader goroutine,
 // which alone enqueues to h's pairs and owns their schedule state.
-func (r *Router) route(ctx context.Context, h *host, frame []byte, rng *rand.Rand) {
+func (r *Router) route(ctx context.Context, h *host, rb *readBuf, rng *rand.Rand) {
+	frame := rb.frame()
 	if len(frame) < r.hlen {
 		h.notIPv4.Add(1)
 		return
@@ -374,12 +399,12 @@ func (r *Router) route(ctx context.Context, h *host, frame []byte, rng *rand.Ran
 		// an earlier packet (the scheduler decrements after writing).
 		p.write(ctx, r, frame)
 	default:
-		r.enqueue(ctx, p, l, frame, rng)
+		r.enqueue(ctx, p, l, rb, rng)
 	}
 }
 
 // enqueue computes a frame's due time and queues it on its pair.
-func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, frame []byte, rng *rand.Rand) {
+func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, rb *readBuf, rng *rand.Rand) {
 	if p.inflight.Load() >= r.limit {
 		p.overflow.Add(1)
 		return
@@ -389,7 +414,7 @@ func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, frame []byte, rn
 	if l.Rate > 0 {
 		// The link sends one packet at a time; this one arrives once its
 		// last bit is sent, plus the delay.
-		busy = max(now, p.busyUntil) + int64(len(frame)-r.hlen)*8*int64(time.Second)/l.Rate
+		busy = max(now, p.busyUntil) + int64(rb.n-r.hlen)*8*int64(time.Second)/l.Rate
 		due = busy
 	}
 	delay := int64(l.Delay)
@@ -399,7 +424,7 @@ func (r *Router) enqueue(ctx context.Context, p *pair, l *Link, frame []byte, rn
 	// Never before the previous packet of the pair: FIFO.
 	due = max(due+max(delay, 0), p.lastDue)
 
-	pk := getPacket(frame)
+	pk := rb.take()
 	pk.due = due
 	p.mu.Lock()
 	wasEmpty := p.q.len() == 0
