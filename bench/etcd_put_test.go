@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -192,6 +193,12 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 			if err != nil {
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
 			}
+			// Every run of ours starts from a heap returned to the OS, as
+			// each run of etcd's tool starts in a fresh process: otherwise
+			// a contender that runs after another of ours reuses the pages
+			// that one faulted in, and the first after etcd's tool pays
+			// for them all (at 1 client, 4% of its CPU per request).
+			debug.FreeOSMemory()
 			rctx, cancel := context.WithTimeout(ctx, runTimeout)
 			m, err := withGCBudget(rctx, ct.gcBudget, func() (measurement, error) { return labelled(rctx, ct, c, leader, theirs) })
 			cancel()

@@ -3,6 +3,7 @@ package gcbudget
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
@@ -22,6 +23,7 @@ func TestPercent(t *testing.T) {
 		{"headroom equals live", 128 * mib, 128 * mib, 100},
 		{"large heap: Go's default", 1024 * mib, 128 * mib, 100},
 		{"no headroom", 10 * mib, 0, 100},
+		{"no headroom, nothing marked yet", 0, 0, 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,8 +34,37 @@ func TestPercent(t *testing.T) {
 	}
 }
 
-// TestRunSetsAndRestores runs the adjuster on this test's own small heap:
-// the percent rises above the default while it runs and is restored after.
+func TestHeadroom(t *testing.T) {
+	const mib = 1 << 20
+	tests := []struct {
+		name      string
+		allocated uint64
+		elapsed   time.Duration
+		want      uint64
+	}{
+		{"one client: a few MB a second", 3 * mib, time.Second, 12 * mib},
+		{"a thousand clients: capped", 100 * mib, time.Second, 128 * mib},
+		{"just under the cap", 31 * mib, time.Second, 124 * mib},
+		{"a short interval scales up", mib, 100 * time.Millisecond, 40 * mib},
+		{"idle", 0, time.Second, 0},
+		{"no time passed", mib, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Headroom(tt.allocated, tt.elapsed, 128*mib); got != tt.want {
+				t.Errorf("Headroom(%d, %v) = %d, want %d", tt.allocated, tt.elapsed, got, tt.want)
+			}
+		})
+	}
+}
+
+// garbage is where allocate leaves what it allocates, so that the
+// compiler keeps the allocations.
+var garbage []byte
+
+// TestRunSetsAndRestores runs the adjuster on this test's own small heap
+// while the test allocates: the percent rises above the default while it
+// runs and is restored after.
 func TestRunSetsAndRestores(t *testing.T) {
 	// t.Setenv restores GOGC after the test; Run must find it unset.
 	t.Setenv("GOGC", "")
@@ -52,6 +83,9 @@ func TestRunSetsAndRestores(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("GC percent still %d after 10 s of Run", gogc())
 		}
+		for range 100 {
+			garbage = make([]byte, 64<<10)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
@@ -59,6 +93,36 @@ func TestRunSetsAndRestores(t *testing.T) {
 	if p := gogc(); p != 100 {
 		t.Errorf("after Run: GC percent %d, want the 100 it found", p)
 	}
+}
+
+// TestRunIdleKeepsDefault runs the adjuster while the process allocates
+// next to nothing: it keeps Go's default, so that no headroom is faulted in
+// for nothing.
+func TestRunIdleKeepsDefault(t *testing.T) {
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	// A live heap of some size, as any real process has, so that a few
+	// stray kilobytes a tick do not amount to a headroom over it.
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 64<<10)
+	}
+	runtime.GC()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Run(ctx, DefaultHeadroom, 10*time.Millisecond); close(done) }()
+	for range 30 {
+		time.Sleep(10 * time.Millisecond)
+		if p := gogc(); p != 100 {
+			t.Errorf("GC percent %d while idle, want Go's 100", p)
+			break
+		}
+	}
+	cancel()
+	<-done
+	runtime.KeepAlive(live)
 }
 
 func TestRunLeavesUserChoice(t *testing.T) {
