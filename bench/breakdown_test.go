@@ -22,6 +22,7 @@ import (
 // a time, to show where a ratio below 1 comes from:
 //
 //	scenario          engine + collector + etcd driver     (runOurs)
+//	scenario,require_leader=true  the same, with client { require_leader = true }
 //	engine+deadline   engine + collector + clientv3, each put under a deadline
 //	engine+leader     engine + collector + clientv3, each put requiring a leader
 //	engine+plain      engine + collector + plain clientv3  (runEnginePlain)
@@ -42,7 +43,7 @@ type plainClient struct {
 	conns []*clientv3.Client
 	// deadline puts each put under a deadline of the default timeout;
 	// requireLeader adds clientv3.WithRequireLeader, as the etcd driver
-	// does for writes.
+	// does for writes when a workload asks for it.
 	deadline, requireLeader bool
 }
 
@@ -116,7 +117,7 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 	value := string(make([]byte, c.valueSize))
 	var issued, failed atomic.Int64
 	lats := make([][]time.Duration, c.clients)
-	cpu0 := selfCPU()
+	cpu0, gc0 := selfCPU(), selfGC()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range c.clients {
@@ -140,7 +141,7 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := selfCPU() - cpu0
+	cpu, gc := selfCPU()-cpu0, selfGC()-gc0
 	if err := ctx.Err(); err != nil {
 		return measurement{}, fmt.Errorf("loop: %w", err)
 	}
@@ -157,5 +158,6 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 		p50:      all[len(all)*50/100],
 		p99:      all[len(all)*99/100],
 		cpu:      cpu,
+		gc:       gc,
 	}, nil
 }

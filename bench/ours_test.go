@@ -78,7 +78,7 @@ func runOurs(client plan.ClientSpec) func(context.Context, stores.Endpoint, putC
 // compares.
 func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duration) (measurement, error) {
 	spec := oursSpec(c)
-	cpu0 := selfCPU()
+	cpu0, gc0 := selfCPU(), selfGC()
 	base := time.Now()
 	coll := metrics.NewCollector([]plan.PhaseSpan{{Name: "put", Duration: plan.Duration(d)}}, []plan.WorkloadSpec{spec}, base)
 	eng, err := workload.New(spec, cli, coll.NewSink, base)
@@ -95,7 +95,7 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 	elapsed := time.Since(base)
 	stopBackground()
 	bg.Wait()
-	cpu := selfCPU() - cpu0
+	cpu, gc := selfCPU()-cpu0, selfGC()-gc0
 	if err != nil {
 		return measurement{}, fmt.Errorf("engine: %w", err)
 	}
@@ -122,6 +122,7 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 		p50:      msDuration(lat.P50MS),
 		p99:      msDuration(lat.P99MS),
 		cpu:      cpu,
+		gc:       gc,
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -36,6 +37,9 @@ type measurement struct {
 	// and cluster share the cores, so a client that needs less leaves more
 	// for etcd.
 	cpu time.Duration
+	// gc is the Go runtime's estimate of the part of it its garbage
+	// collector used (see gcCPUMetric).
+	gc time.Duration
 }
 
 // runTheirs runs `benchmark put` against the endpoint at addr and parses its
@@ -58,6 +62,7 @@ func runTheirs(ctx context.Context, bin, addr string, c putCase) (measurement, e
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = withGCTrace(os.Environ())
 	if err := cmd.Run(); err != nil {
 		return measurement{}, fmt.Errorf("etcd benchmark %s: %w\n%s", strings.Join(args, " "), err, lastLines(stderr.String(), 20))
 	}
@@ -69,6 +74,7 @@ func runTheirs(ctx context.Context, bin, addr string, c putCase) (measurement, e
 	// all; a short count is how we notice them.
 	m.failed = int64(c.total) - m.requests
 	m.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	m.gc = tracedGC(stderr.Bytes())
 	return m, nil
 }
 

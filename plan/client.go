@@ -7,9 +7,8 @@ import (
 
 // ClientSpec is the declared connection behaviour of a workload's clients.
 // A zero field means the store's client library's own default, so that a
-// run measures what a service using that library sees (all but
-// RequireLeader, see there); a scenario that wants aggressive settings
-// says so. These settings change what a fault
+// run measures what a service using that library sees; a scenario that
+// wants aggressive settings says so. These settings change what a fault
 // does to the clients more than anything else in a scenario: with gRPC
 // keepalive on, grpc-go also sets TCP_USER_TIMEOUT to the keepalive
 // timeout, so a connection with unacknowledged data is torn down after it
@@ -36,19 +35,18 @@ type ClientSpec struct {
 	// counts as an error instead of as latency.
 	Retries *int `json:"retries,omitempty"`
 	// RequireLeader makes etcd writes and linearizable reads carry
-	// clientv3's require-leader metadata, so that a member without a
-	// leader refuses them at once (counted as unavailable) instead of
-	// holding them. nil is true: the one setting whose default is not the
-	// library's (clientv3 sends none unless asked with WithRequireLeader),
-	// so that a leaderless cluster shows as unavailability, not latency.
-	// false sends what a service using plain clientv3 sends, as etcd's
-	// benchmark tool does.
+	// clientv3's require-leader metadata (what WithRequireLeader adds), so
+	// that a member without a leader refuses them at once (counted as
+	// unavailable) instead of holding them until a leader comes or they
+	// time out. nil is clientv3's default, false: no metadata, what a
+	// service using plain clientv3 sends and etcd's benchmark tool sends.
 	RequireLeader *bool `json:"require_leader,omitempty"`
 }
 
-// LeaderRequired reports whether etcd requests require a leader: true
-// unless the scenario says require_leader = false.
-func (c ClientSpec) LeaderRequired() bool { return c.RequireLeader == nil || *c.RequireLeader }
+// LeaderRequired reports whether etcd requests require a leader: only
+// when the scenario says require_leader = true, as clientv3 sends the
+// metadata only when asked.
+func (c ClientSpec) LeaderRequired() bool { return c.RequireLeader != nil && *c.RequireLeader }
 
 // MaxRetries bounds the retries attribute.
 const MaxRetries = 1000

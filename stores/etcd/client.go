@@ -205,10 +205,10 @@ func ClientSettings(c plan.ClientSpec) map[string]string {
 		"reconnect_backoff_max": "120s (gRPC default: 1s, x1.6, jitter 0.2)",
 		"retries":               "99 (clientv3 default: reads refused as unavailable are re-sent every 25 ms within the timeout; writes only if never sent)",
 		"balancing":             "round robin over the endpoints (clientv3 default)",
-		"require_leader":        "true (not clientv3's default: writes and linearizable reads are refused at once by a member without a leader)",
+		"require_leader":        "false (clientv3 default: a member without a leader holds requests until a leader or their timeout)",
 	}
-	if !c.LeaderRequired() {
-		s["require_leader"] = "false (clientv3 default: a member without a leader holds requests until a leader or their timeout)"
+	if c.LeaderRequired() {
+		s["require_leader"] = "true (writes and linearizable reads are refused at once by a member without a leader)"
 	}
 	if c.KeepaliveTime > 0 {
 		s["keepalive_time"] = c.KeepaliveTime.String()

@@ -45,8 +45,8 @@ func TestWorkloadConfigDefaults(t *testing.T) {
 		spec plan.ClientSpec
 		want string
 	}{
-		{plan.ClientSpec{}, "true (not clientv3's default"},
-		{plan.ClientSpec{RequireLeader: new(true)}, "true (not clientv3's default"},
+		{plan.ClientSpec{}, "false (clientv3 default"},
+		{plan.ClientSpec{RequireLeader: new(true)}, "true (writes and linearizable"},
 		{plan.ClientSpec{RequireLeader: new(false)}, "false (clientv3 default"},
 	} {
 		if got := ClientSettings(c.spec)["require_leader"]; !strings.HasPrefix(got, c.want) {

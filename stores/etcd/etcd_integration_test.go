@@ -166,22 +166,24 @@ func TestIntegration(t *testing.T) {
 	// A client made before the kill, with a timeout well below the
 	// election timeout: an op sent right after the leader dies cannot
 	// succeed, because no member can elect a new leader that soon.
-	// It declares retries = 0, so that each refusal is an error; dflt has
-	// clientv3's default retries.
-	once := plan.WorkloadSpec{Client: plan.ClientSpec{Retries: new(0)}}
+	// It declares retries = 0, so that each refusal is an error, and
+	// require_leader = true, so that a member without a leader refuses;
+	// dflt requires a leader too, with clientv3's default retries.
+	leaderRequired := plan.ClientSpec{RequireLeader: new(true)}
+	once := plan.WorkloadSpec{Client: plan.ClientSpec{Retries: new(0), RequireLeader: new(true)}}
 	lin, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 3, Timeout: 300 * time.Millisecond, Workload: once})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lin.Close()
-	dflt, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 1, Timeout: 300 * time.Millisecond})
+	dflt, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 1, Timeout: 300 * time.Millisecond, Workload: plan.WorkloadSpec{Client: leaderRequired}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dflt.Close()
-	// plain sends no require-leader metadata (require_leader = false), as
-	// a service using clientv3 without WithRequireLeader does.
-	noLeaderNeeded := plan.WorkloadSpec{Client: plan.ClientSpec{Retries: new(0), RequireLeader: new(false)}}
+	// plain sends no require-leader metadata (the default, require_leader
+	// = false), as a service using clientv3 without WithRequireLeader does.
+	noLeaderNeeded := plan.WorkloadSpec{Client: plan.ClientSpec{Retries: new(0)}}
 	plain, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 1, Timeout: 300 * time.Millisecond, Workload: noLeaderNeeded})
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +305,7 @@ func TestIntegration(t *testing.T) {
 	for _, kind := range []string{plan.OpPut, plan.OpGet} {
 		res := timedByCaller(plain, stores.Op{Kind: kind, Key: "failover/", Value: []byte("4")})
 		if res.Err == nil || res.Class != plan.ErrTimeout {
-			t.Errorf("linearizable %s on a lone member with require_leader = false: %v, class %q; want timeout", kind, res.Err, res.Class)
+			t.Errorf("linearizable %s on a lone member with the default require_leader (false): %v, class %q; want timeout", kind, res.Err, res.Class)
 		}
 	}
 	for kind, want := range map[string]string{plan.OpPut: plan.ErrUnavailable, plan.OpGet: plan.ErrTimeout} {

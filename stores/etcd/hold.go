@@ -28,6 +28,11 @@ func NewWatchHolder(ctx context.Context, opts stores.ClientOptions) (stores.Watc
 	}
 	h := &watchHolder{}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	if opts.Workload.Client.LeaderRequired() {
+		// The member then ends the streams once it loses its leader,
+		// as it refuses the workload's requests.
+		h.ctx = clientv3.WithRequireLeader(h.ctx)
+	}
 	urls := clientURLs(opts.Endpoints)
 	for i := range max(opts.Conns, 1) {
 		rotated := append(append([]string(nil), urls[i%len(urls):]...), urls[:i%len(urls)]...)
@@ -51,7 +56,7 @@ func (h *watchHolder) Hold(ctx context.Context, keys []string, concurrency int) 
 	n := max(concurrency, 1)
 	ctxs := make([]context.Context, n)
 	for i := range ctxs {
-		ctxs[i] = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(h.ctx), "scenario-watch-stream", strconv.Itoa(i))
+		ctxs[i] = metadata.AppendToOutgoingContext(h.ctx, "scenario-watch-stream", strconv.Itoa(i))
 	}
 	chans := make([]clientv3.WatchChan, len(keys))
 	for i, k := range keys {

@@ -38,7 +38,7 @@ workload "east-clients" {
     keepalive_timeout     = "3s"
     reconnect_backoff_max = "1s"
     retries               = 0
-    require_leader        = false
+    require_leader        = true
   }
 }
 
