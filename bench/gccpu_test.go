@@ -57,7 +57,10 @@ func tracedGC(stderr []byte) time.Duration {
 	sc := bufio.NewScanner(bytes.NewReader(stderr))
 	for sc.Scan() {
 		m := gcTraceCPU.FindStringSubmatch(sc.Text())
-		for _, f := range m[min(len(m), 1):] {
+		if m == nil {
+			continue
+		}
+		for _, f := range m[1:] {
 			v, err := strconv.ParseFloat(f, 64)
 			if err == nil {
 				ms += v

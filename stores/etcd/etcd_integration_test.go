@@ -169,14 +169,13 @@ func TestIntegration(t *testing.T) {
 	// It declares retries = 0, so that each refusal is an error, and
 	// require_leader = true, so that a member without a leader refuses;
 	// dflt requires a leader too, with clientv3's default retries.
-	leaderRequired := plan.ClientSpec{RequireLeader: new(true)}
 	once := plan.WorkloadSpec{Client: plan.ClientSpec{Retries: new(0), RequireLeader: new(true)}}
 	lin, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 3, Timeout: 300 * time.Millisecond, Workload: once})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lin.Close()
-	dflt, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 1, Timeout: 300 * time.Millisecond, Workload: plan.WorkloadSpec{Client: leaderRequired}})
+	dflt, err := NewClient(ctx, stores.ClientOptions{Endpoints: c.eps, Conns: 1, Timeout: 300 * time.Millisecond, Workload: plan.WorkloadSpec{Client: plan.ClientSpec{RequireLeader: new(true)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
