@@ -27,6 +27,7 @@ import (
 //	engine+leader     engine + collector + clientv3, each put requiring a leader
 //	engine+plain      engine + collector + plain clientv3  (runEnginePlain)
 //	loop,pinned       plain loop, connection per client    (runLoop): etcd's tool in this process
+//	etcd benchmark,our libraries  etcd's tool rebuilt against our gRPC, x/net and protobuf
 //
 // scenario against engine+plain is what the driver adds; engine+leader
 // takes its per-request cost alone (the require-leader metadata, which also
@@ -34,7 +35,8 @@ import (
 // deadline per put would cost (gRPC sends it as grpc-timeout, with a timer
 // on both sides): the engine sent one until it timed its ops out itself
 // (workload's watchdog). engine+plain against loop,pinned is what the
-// engine and the collector add.
+// engine and the collector add. etcd benchmark,our libraries against etcd's
+// tool is what the newer libraries we link change on their own.
 
 // plainClient sends puts as etcd's benchmark tool does, with no deadline and
 // no require-leader metadata unless asked, each workload client on one

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,9 +25,31 @@ import (
 // is built from the same release so that both speak the same client library.
 const etcdVersion = "3.5.17"
 
-// binaries are the etcd server and etcd's benchmark tool.
+// binaries are the etcd server and etcd's benchmark tool; with -breakdown
+// also the tool rebuilt against our versions of the libraries under etcd's
+// client (ourLibraries).
 type binaries struct {
-	server, benchmark string
+	server, benchmark, benchmarkOurLibs string
+}
+
+// libraryModules are the modules under etcd's client whose versions this
+// module chooses for itself (newer than etcd 3.5.17's release asks for).
+var libraryModules = []string{"google.golang.org/grpc", "golang.org/x/net", "google.golang.org/protobuf"}
+
+// ourLibraries is libraryModules at the versions this module builds with,
+// as module@version queries, from the go command run in this package's
+// directory.
+func ourLibraries(ctx context.Context) ([]string, error) {
+	args := append([]string{"list", "-m", "-f", "{{.Path}}@{{.Version}}"}, libraryModules...)
+	out, err := exec.CommandContext(ctx, "go", args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go %s: %w", strings.Join(args, " "), err)
+	}
+	libs := strings.Fields(string(out))
+	if len(libs) != len(libraryModules) {
+		return nil, fmt.Errorf("go %s: got %q, want one line per module", strings.Join(args, " "), out)
+	}
+	return libs, nil
 }
 
 // installBinaries builds (or finds cached) the server and the benchmark tool.
@@ -41,7 +65,17 @@ func installBinaries(ctx context.Context, b *testing.B) (binaries, error) {
 	if err != nil {
 		return binaries{}, fmt.Errorf("etcd benchmark tool %s (go.etcd.io/etcd/v3/tools/benchmark): %w", etcdVersion, err)
 	}
-	return binaries{server: server, benchmark: bench}, nil
+	bins := binaries{server: server, benchmark: bench}
+	if !*breakdown {
+		return bins, nil
+	}
+	if opts.Upgrade, err = ourLibraries(ctx); err != nil {
+		return binaries{}, fmt.Errorf("etcd benchmark tool against our libraries: %w", err)
+	}
+	if bins.benchmarkOurLibs, err = etcd.InstallBenchmark(ctx, opts); err != nil {
+		return binaries{}, fmt.Errorf("etcd benchmark tool %s against %s: %w", etcdVersion, strings.Join(opts.Upgrade, ", "), err)
+	}
+	return bins, nil
 }
 
 // logWriter turns progress lines into benchmark log lines.
@@ -163,4 +197,21 @@ func (c *cluster) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return c.run.Close(ctx)
+}
+
+// ourLibraries names each library module once, at a version.
+func TestOurLibraries(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	libs, err := ourLibraries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lib := range libs {
+		path, version, ok := strings.Cut(lib, "@")
+		if !ok || path != libraryModules[i] || !strings.HasPrefix(version, "v") {
+			t.Errorf("library %d is %q, want %s@<version>", i, lib, libraryModules[i])
+		}
+	}
 }

@@ -71,11 +71,16 @@ type contender struct {
 // sends.
 const ours = "scenario"
 
-func contenders(benchBin string) []contender {
+// tool runs etcd's benchmark tool at bin.
+func tool(bin string) func(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (measurement, error) {
+	return func(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (measurement, error) {
+		return runTheirs(ctx, bin, leader.ClientAddr, c)
+	}
+}
+
+func contenders(bins binaries) []contender {
 	cs := []contender{
-		{name: "etcd benchmark", run: func(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (measurement, error) {
-			return runTheirs(ctx, benchBin, leader.ClientAddr, c)
-		}},
+		{name: "etcd benchmark", run: tool(bins.benchmark)},
 		{name: ours, run: runOurs(plan.ClientSpec{}), gcBudget: true},
 	}
 	if *gcDefault {
@@ -89,6 +94,9 @@ func contenders(benchBin string) []contender {
 			contender{name: "engine+leader", run: runEnginePlain(false, true), gcBudget: true},
 			contender{name: "engine+plain", run: runEnginePlain(false, false), gcBudget: true},
 			contender{name: "loop,pinned", run: runLoop},
+			// etcd's tool as released, but linking our versions of gRPC,
+			// x/net and protobuf: what the libraries alone change.
+			contender{name: "etcd benchmark,our libraries", run: tool(bins.benchmarkOurLibs)},
 		)
 	}
 	return cs
@@ -135,7 +143,7 @@ func BenchmarkEtcdPut(b *testing.B) {
 		}
 	}()
 
-	cs := contenders(bins.benchmark)
+	cs := contenders(bins)
 	var all []caseResult
 	for _, c := range putCases {
 		b.Run(c.name, func(b *testing.B) {

@@ -26,8 +26,13 @@ type Target struct {
 	Pkg, Module, ModVersion string
 	// Env is added to the go command's environment, e.g. a GONOSUMDB for
 	// modules the checksum database does not answer for.
-	Env  []string
-	Hint string // how long a build takes, for the progress message
+	Env []string
+	// Upgrade lists module@version queries fetched after Pkg's own
+	// requirements, so that the binary links those versions instead of
+	// the ones its module asked for (to tell a program's cost from its
+	// libraries'). Give such a build a Name of its own.
+	Upgrade []string
+	Hint    string // how long a build takes, for the progress message
 }
 
 // DefaultCacheDir is the store binary cache used when no directory is given:
@@ -169,6 +174,11 @@ func build(ctx context.Context, t Target, dst string) error {
 		// The go command names the last module path it tried, which
 		// may be a package directory; say which module was meant.
 		return &FetchError{Module: t.Module, Version: t.ModVersion, Err: err}
+	}
+	if len(t.Upgrade) > 0 {
+		if err := runGo(ctx, goBin, modDir, t.Env, append([]string{"get"}, t.Upgrade...)...); err != nil {
+			return fmt.Errorf("upgrade %s's libraries: %w", t.Name, err)
+		}
 	}
 	// Without debug information (DWARF, the symbol table): a store binary
 	// is run and measured, never stepped through in a debugger, and its

@@ -1,10 +1,15 @@
 package gobuild
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"debug/buildinfo"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +47,98 @@ func TestFailedInstallLeavesNothing(t *testing.T) {
 	entries, err := os.ReadDir(keep)
 	if err != nil || len(entries) != 1 || entries[0].Name() != "benchmark" { // the lock file went too
 		t.Fatalf("directory with another binary: %v, %v", entries, err)
+	}
+}
+
+// A build with Upgrade links the upgraded version of a library, not the one
+// the program's module requires. The modules come from a file proxy written
+// here, so the test needs neither the network nor the module cache's state.
+func TestInstallUpgradesLibraries(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	proxy := t.TempDir()
+	lib := func(version string) map[string]string {
+		return map[string]string{
+			"go.mod": "module example.test/lib\n\ngo 1.21\n",
+			"lib.go": "package lib\n\nconst Version = \"" + version + "\"\n",
+		}
+	}
+	publish(t, proxy, "example.test/lib", "v1.0.0", lib("v1.0.0"))
+	publish(t, proxy, "example.test/lib", "v1.1.0", lib("v1.1.0"))
+	publish(t, proxy, "example.test/cmd", "v1.0.0", map[string]string{
+		"go.mod":  "module example.test/cmd\n\ngo 1.21\n\nrequire example.test/lib v1.0.0\n",
+		"main.go": "package main\n\nimport \"example.test/lib\"\n\nfunc main() { println(lib.Version) }\n",
+	})
+
+	cache := t.TempDir()
+	// A module cache of its own, emptied by the go command itself: it
+	// makes what it extracts read-only.
+	modCache := "GOMODCACHE=" + t.TempDir()
+	t.Cleanup(func() {
+		clean := exec.Command("go", "clean", "-modcache")
+		clean.Env = append(os.Environ(), modCache)
+		if out, err := clean.CombinedOutput(); err != nil {
+			t.Errorf("go clean -modcache: %v\n%s", err, out)
+		}
+	})
+	target := Target{Store: "demo", Version: "v1.0.0", Name: "cmd-upgraded",
+		Pkg: "example.test/cmd", Module: "example.test/cmd", ModVersion: "v1.0.0",
+		Env:     []string{"GOPROXY=file://" + filepath.ToSlash(proxy), "GOSUMDB=off", modCache},
+		Upgrade: []string{"example.test/lib@v1.1.0"}}
+	bin, err := Install(t.Context(), cache, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, d := range info.Deps {
+		if d.Path == "example.test/lib" {
+			got = d.Version
+		}
+	}
+	if got != "v1.1.0" {
+		t.Errorf("built against example.test/lib %q, want the upgrade v1.1.0", got)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "v1.1.0" {
+		t.Errorf("the built program printed %q (%v), want v1.1.0", out, err)
+	}
+}
+
+// publish writes module path@version with files to a GOPROXY=file:// tree.
+func publish(t *testing.T, proxy, path, version string, files map[string]string) {
+	t.Helper()
+	dir := filepath.Join(proxy, filepath.FromSlash(path), "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	for name, body := range files {
+		w, err := zw.Create(path + "@" + version + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(w, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := os.ReadFile(filepath.Join(dir, "list"))
+	for name, body := range map[string][]byte{
+		version + ".zip":  zb.Bytes(),
+		version + ".mod":  []byte(files["go.mod"]),
+		version + ".info": []byte(`{"Version":"` + version + `","Time":"2026-01-01T00:00:00Z"}`),
+		"list":            append(list, version+"\n"...),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
