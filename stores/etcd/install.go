@@ -6,11 +6,8 @@ package etcd
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores/gobuild"
@@ -27,8 +24,7 @@ type InstallOptions struct {
 	Progress io.Writer
 	// Upgrade lists module@version queries the binary is built against
 	// instead of the versions etcd's release requires (see
-	// gobuild.Target.Upgrade); such a build is cached under a name of its
-	// own, derived from the list.
+	// gobuild.Target.Upgrade, which also caches it apart).
 	Upgrade []string
 }
 
@@ -118,17 +114,13 @@ func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 		Pkg: pkgPath, Module: modPath, ModVersion: modVersion, Hint: t.hint,
 		Upgrade: opts.Upgrade,
 	}
-	if len(opts.Upgrade) > 0 {
-		sum := sha256.Sum256([]byte(strings.Join(opts.Upgrade, "\n")))
-		target.Name += "-upgraded-" + hex.EncodeToString(sum[:4])
-	}
 	path, err := gobuild.Install(ctx, opts.CacheDir, target, opts.Progress)
 	if err != nil {
 		if v.Major == 3 && v.Minor == 4 {
 			return "", fmt.Errorf("install %s %s: etcd 3.4 predates Go modules and exists only as an +incompatible version of %s, which could not be fetched or built here (the module proxy may not serve it, or it may be too old for this Go toolchain); point the cluster's binary at a prebuilt etcd 3.4 instead: %w",
 				t.name, v, modPath, err)
 		}
-		return "", fmt.Errorf("install %s %s: %w", target.Name, v, err)
+		return "", fmt.Errorf("install %s %s: %w", t.name, v, err)
 	}
 	return path, nil
 }

@@ -8,12 +8,15 @@ package gobuild
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -30,7 +33,8 @@ type Target struct {
 	// Upgrade lists module@version queries fetched after Pkg's own
 	// requirements, so that the binary links those versions instead of
 	// the ones its module asked for (to tell a program's cost from its
-	// libraries'). Give such a build a Name of its own.
+	// libraries'). Such a build is cached beside the plain one, under a
+	// file name derived from the list (fileName).
 	Upgrade []string
 	Hint    string // how long a build takes, for the progress message
 }
@@ -57,7 +61,18 @@ func Path(cacheDir string, t Target) (string, error) {
 		}
 		cacheDir = d
 	}
-	return filepath.Join(cacheDir, t.Store, t.Version, t.Name), nil
+	return filepath.Join(cacheDir, t.Store, t.Version, t.fileName()), nil
+}
+
+// fileName is t's binary's name in the cache: Name, and for a build with
+// upgraded libraries a suffix that tells it from the plain build and from
+// builds with other upgrades.
+func (t Target) fileName() string {
+	if len(t.Upgrade) == 0 {
+		return t.Name
+	}
+	sum := sha256.Sum256([]byte(strings.Join(t.Upgrade, "\n")))
+	return t.Name + "-upgraded-" + hex.EncodeToString(sum[:4])
 }
 
 // Exists returns t's cached binary and whether it is there. It builds nothing.
@@ -89,16 +104,17 @@ func Install(ctx context.Context, cacheDir string, t Target, progress io.Writer)
 	if progress == nil {
 		progress = io.Discard
 	}
+	name := filepath.Base(path) // t.fileName()
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("install %s %s: %w", t.Name, t.Version, err)
+		return "", fmt.Errorf("install %s %s: %w", name, t.Version, err)
 	}
-	lockPath := filepath.Join(dir, "."+t.Name+".lock")
+	lockPath := filepath.Join(dir, "."+name+".lock")
 	unlock, err := LockFile(ctx, lockPath, func() {
-		fmt.Fprintf(progress, "waiting for another build of %s %s to finish...\n", t.Name, t.Version)
+		fmt.Fprintf(progress, "waiting for another build of %s %s to finish...\n", name, t.Version)
 	})
 	if err != nil {
-		return "", fmt.Errorf("install %s %s: %w", t.Name, t.Version, err)
+		return "", fmt.Errorf("install %s %s: %w", name, t.Version, err)
 	}
 	defer unlock()
 	defer func() {
@@ -117,17 +133,17 @@ func Install(ctx context.Context, cacheDir string, t Target, progress io.Writer)
 	}
 	// Under the lock, output dirs of this binary can only be left over
 	// from a build that was killed.
-	stale, _ := filepath.Glob(filepath.Join(dir, buildDirPrefix(t.Name)+"*"))
+	stale, _ := filepath.Glob(filepath.Join(dir, buildDirPrefix(name)+"*"))
 	for _, d := range stale {
 		_ = os.RemoveAll(d)
 	}
 
-	fmt.Fprintf(progress, "building %s %s from its Go module (%s)...\n", t.Name, t.Version, t.Hint)
+	fmt.Fprintf(progress, "building %s %s from its Go module (%s)...\n", name, t.Version, t.Hint)
 	start := time.Now()
 	if err := build(ctx, t, path); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(progress, "built %s %s in %s: %s\n", t.Name, t.Version, time.Since(start).Round(time.Second), path)
+	fmt.Fprintf(progress, "built %s %s in %s: %s\n", name, t.Version, time.Since(start).Round(time.Second), path)
 	return path, nil
 }
 

@@ -51,8 +51,9 @@ func TestFailedInstallLeavesNothing(t *testing.T) {
 }
 
 // A build with Upgrade links the upgraded version of a library, not the one
-// the program's module requires. The modules come from a file proxy written
-// here, so the test needs neither the network nor the module cache's state.
+// the program's module requires, and is cached apart from the plain build of
+// the same Name. The modules come from a file proxy written here, so the
+// test needs neither the network nor the module cache's state.
 func TestInstallUpgradesLibraries(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command on PATH")
@@ -82,7 +83,7 @@ func TestInstallUpgradesLibraries(t *testing.T) {
 			t.Errorf("go clean -modcache: %v\n%s", err, out)
 		}
 	})
-	target := Target{Store: "demo", Version: "v1.0.0", Name: "cmd-upgraded",
+	target := Target{Store: "demo", Version: "v1.0.0", Name: "cmd",
 		Pkg: "example.test/cmd", Module: "example.test/cmd", ModVersion: "v1.0.0",
 		Env:     []string{"GOPROXY=file://" + filepath.ToSlash(proxy), "GOSUMDB=off", modCache},
 		Upgrade: []string{"example.test/lib@v1.1.0"}}
@@ -103,10 +104,25 @@ func TestInstallUpgradesLibraries(t *testing.T) {
 	if got != "v1.1.0" {
 		t.Errorf("built against example.test/lib %q, want the upgrade v1.1.0", got)
 	}
-	out, err := exec.Command(bin).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "v1.1.0" {
-		t.Errorf("the built program printed %q (%v), want v1.1.0", out, err)
+	prints := func(bin, want string) {
+		t.Helper()
+		out, err := exec.Command(bin).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Errorf("%s printed %q (%v), want %s", bin, out, err, want)
+		}
 	}
+	prints(bin, "v1.1.0")
+
+	target.Upgrade = nil
+	plain, err := Install(t.Context(), cache, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain == bin {
+		t.Fatalf("the plain build and the upgraded one share %s", bin)
+	}
+	prints(plain, "v1.0.0")
+	prints(bin, "v1.1.0")
 }
 
 // publish writes module path@version with files to a GOPROXY=file:// tree.
