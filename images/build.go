@@ -59,22 +59,33 @@ func Build(ctx context.Context, cli *client.Client, specs []Spec, opts BuildOpti
 	b := builder{cli: cli, opts: opts}
 	results := make([]Result, len(todo))
 	var need []int // indexes into todo
-	for i, s := range todo {
-		tag := specTag(s)
-		ok, err := Exists(ctx, cli, tag)
-		if err != nil {
-			return done(results), err
+	// present fills results[i] when todo[i]'s image is there and need not
+	// be made again, and says whether it did.
+	present := func(i int) (bool, error) {
+		tag := specTag(todo[i])
+		if opts.Force {
+			return false, nil
 		}
-		if !ok || opts.Force {
-			need = append(need, i)
-			continue
+		ok, err := Exists(ctx, cli, tag)
+		if err != nil || !ok {
+			return false, err
 		}
 		info, err := cli.ImageInspect(ctx, tag)
 		if err != nil {
-			return done(results), fmt.Errorf("inspect image %s: %w", tag, err)
+			return false, fmt.Errorf("inspect image %s: %w", tag, err)
 		}
 		b.logf("%s exists (--force builds it again)", tag)
 		results[i] = Result{Tag: tag, ID: info.ID, Size: info.Size}
+		return true, nil
+	}
+	for i := range todo {
+		ok, err := present(i)
+		if err != nil {
+			return done(results), err
+		}
+		if !ok {
+			need = append(need, i)
+		}
 	}
 	if len(need) == 0 {
 		return results, nil
@@ -99,7 +110,19 @@ func Build(ctx context.Context, cli *client.Client, specs []Spec, opts BuildOpti
 	if err := b.cache.removeStale(); err != nil {
 		return done(results), err
 	}
+	// A build that held the lock while we waited for it (CI's, beside
+	// the tests, or another terminal's) may have made some of them.
+	var still []int
 	for _, i := range need {
+		ok, err := present(i)
+		if err != nil {
+			return done(results), err
+		}
+		if !ok {
+			still = append(still, i)
+		}
+	}
+	for _, i := range still {
 		r, err := b.build(ctx, cacheDir, todo[i])
 		if err != nil {
 			return done(results), err

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,4 +193,102 @@ func runOnce(ctx context.Context, cli *client.Client, image string, cmd []string
 func imageServer(store string) string {
 	d, _ := registry.Lookup(store)
 	return d.Image.Server
+}
+
+// TestBuildWaitsThenReuses is CI's case: `scenario images build` runs beside
+// the tests, and a second build (a test's, or another terminal's) that finds
+// an image missing waits for the first's lock. Once it has the lock it must
+// take what the first made rather than make it again.
+func TestBuildWaitsThenReuses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := DockerAvailable(ctx); err != nil {
+		t.Skipf("no Docker engine: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("Build refuses to start without root")
+	}
+	cli, err := NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if missing, err := Missing(ctx, cli, BaseImage); err != nil || len(missing) > 0 {
+		t.Skipf("needs the base image (scenario images build): missing %v, %v", missing, err)
+	}
+
+	// A version no one builds: if Build went on to make it, it would fail
+	// (no such etcd release), not quietly succeed.
+	spec := Spec{Store: "etcd", Version: "v3.4.98"}
+	tag := spec.Tag()
+	if ok, err := Exists(ctx, cli, tag); err != nil || ok {
+		t.Fatalf("%s exists before the test (%v): remove it", tag, err)
+	}
+	dir := t.TempDir()
+	first := cache{dir: filepath.Join(dir, "images")}
+	unlock, err := first.lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock = sync.OnceFunc(unlock)
+	defer unlock()
+
+	waiting := make(chan struct{})
+	progress := progressFunc(func(line string) {
+		t.Log(line)
+		if strings.HasPrefix(line, "waiting for another images build") {
+			close(waiting)
+		}
+	})
+	type outcome struct {
+		results []Result
+		err     error
+	}
+	second := make(chan outcome, 1)
+	go func() {
+		r, err := Build(ctx, cli, []Spec{spec}, BuildOptions{CacheDir: dir, Progress: progress})
+		second <- outcome{r, err}
+	}()
+	select {
+	case <-waiting:
+	case o := <-second:
+		t.Fatalf("Build returned %+v, %v without waiting for the lock", o.results, o.err)
+	case <-ctx.Done():
+		t.Fatal("Build never waited for the lock")
+	}
+
+	// The first build makes the image (here: a tag on the base), then
+	// lets go.
+	if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: BaseImage, Target: tag}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := cli.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{}); err != nil {
+			t.Errorf("remove %s: %v", tag, err)
+		}
+	}()
+	unlock()
+
+	var o outcome
+	select {
+	case o = <-second:
+	case <-ctx.Done():
+		t.Fatal("Build did not return after the lock was released")
+	}
+	if o.err != nil {
+		t.Fatalf("Build after waiting: %v (it should have found %s made)", o.err, tag)
+	}
+	if len(o.results) != 2 || o.results[1].Tag != tag || o.results[1].Built {
+		t.Errorf("results %+v, want the base and %s, neither built", o.results, tag)
+	}
+}
+
+// progressFunc calls f with each line Build reports.
+type progressFunc func(line string)
+
+func (f progressFunc) Write(p []byte) (int, error) {
+	for line := range strings.Lines(string(p)) {
+		f(strings.TrimRight(line, "\n"))
+	}
+	return len(p), nil
 }
