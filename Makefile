@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/scenario
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-unit test-integration test-seconds test-milliseconds test-kube bench fuzz vet fmt clean
+.PHONY: build run test test-unit test-integration test-kube bench fuzz vet fmt clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/scenario
@@ -15,36 +15,26 @@ run: build
 	./$(BIN) run examples/etcd-smoke.hcl --out results/etcd-smoke --overwrite
 
 # Unit tests with the race detector, then integration tests that start real
-# clusters, in two groups by what they may share the cores with.
-#
-# test-seconds: tests that hold to seconds (TTLs, lock-delays, session
-# expiry; the command's checks are exit codes, outputs and cleanup) and
-# mostly wait, so they run two packages at a time, the two longest (Consul's
-# and the command's) first: each package took as long paired as alone
-# (Consul 88-92 s, etcd 38-46 s, ZooKeeper 38-42 s). Their clusters' ports
-# come from below the kernel's ephemeral range (storetest.FreeAddrs and the
-# runner's process.AllocatePorts), so the other package's connections cannot
-# take one before it is bound. Consul's first test builds Consul, or waits
-# for a build already running (.ci/run's, beside this group at the lowest
-# priority) while the other packages take turns beside it.
-#
-# test-milliseconds: tests that measure milliseconds (the shaper's delays,
-# the open-loop engine's pacing, latencies against physical floors, failover
-# times) run one package at a time (-p 1), with nothing built beside them;
-# with them the images package, whose test builds the docker images where
-# they are missing.
-test: vet test-unit test-seconds test-milliseconds
+# clusters. Those that measure milliseconds (the fabric and the runner:
+# latency floors, shaper lateness, failover times) run one package at a time
+# (-p 1): they share two cores. The store drivers' tests, the small provider
+# packages and the command's tests hold to seconds (TTLs, lock-delays,
+# session expiry; the command's checks are exit codes, outputs and cleanup)
+# and mostly wait, so they run two packages at a time, the two longest
+# (Consul's and the command's) first: each package took as long paired as
+# alone (Consul 88-92 s, etcd 38-46 s, ZooKeeper 38-42 s), and the store
+# drivers 94-104 s instead of about 190. Their clusters' ports come from
+# below the kernel's ephemeral range (storetest.FreeAddrs and the runner's
+# process.AllocatePorts), so the other package's connections cannot take one
+# before it is bound.
+test: vet test-unit test-integration
 
 test-unit:
-	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$ -e /fabric/shaper -e /runner/workload -e /runner/kube -e /runner/worker)
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$ -e /runner/kube -e /runner/worker)
 
-test-integration: test-seconds test-milliseconds
-
-test-seconds:
-	$(GO) test -race -p 2 -count=1 -timeout 30m -skip '^TestKube' ./stores/consul/ ./cmd/scenario/ ./stores/etcd/ ./stores/zookeeper/ ./runner/process/ ./runner/container/ ./runner/worker/
-
-test-milliseconds:
-	$(GO) test -race -p 1 -count=1 -timeout 30m -skip '^TestKube' ./images/ ./fabric/shaper/ ./runner/workload/ ./fabric/ ./runner/
+test-integration:
+	$(GO) test -race -p 2 -count=1 -timeout 30m -skip '^TestKube' ./stores/consul/ ./cmd/scenario/ ./stores/etcd/ ./stores/zookeeper/ ./runner/process/ ./runner/container/ ./images/ ./runner/worker/
+	$(GO) test -race -p 1 -count=1 -timeout 30m -skip '^TestKube' ./fabric/ ./runner/
 
 # The kubernetes provider's tests, on a local single-node Kubernetes they
 # start (about 5 minutes; .ci/run runs them after make test).
