@@ -442,7 +442,8 @@ func TestPreloadReportsFailures(t *testing.T) {
 	spec := testSpec()
 	spec.Keyspace, spec.Preload = 100, true
 	store := newFakeStore(0)
-	store.failEvery, store.failClass = 10, plan.ErrConnection
+	// A failure of no known kind is not retried.
+	store.failEvery, store.failClass = 10, plan.ErrOther
 	e, _ := newTestEngine(t, spec, store)
 	err := e.Preload(context.Background(), 2)
 	if !errors.Is(err, ErrPreload) || !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "10 of 100") {
@@ -451,6 +452,60 @@ func TestPreloadReportsFailures(t *testing.T) {
 	if calls := store.calls.Load(); calls != 100 {
 		t.Errorf("%d writes, want 100: one per key, no retries", calls)
 	}
+}
+
+// A write that fails as one that may pass (timed out, no leader, a lost
+// connection) is tried again; a key that fails every attempt fails the
+// preload, and every attempt is in the history.
+func TestPreloadRetries(t *testing.T) {
+	t.Parallel()
+	for _, class := range []string{plan.ErrTimeout, plan.ErrUnavailable, plan.ErrConnection} {
+		t.Run(class, func(t *testing.T) {
+			t.Parallel()
+			spec := testSpec()
+			spec.Keyspace, spec.Preload = 100, true
+			store := newFakeStore(0)
+			store.failEvery, store.failClass = 10, class
+			h := &historyLog{}
+			e, _ := newTestEngine(t, spec, store, WithHistory(h.add))
+			if err := e.Preload(context.Background(), 2); err != nil {
+				t.Fatalf("Preload with every tenth write failing once: %v", err)
+			}
+			if store.len() != 100 {
+				t.Errorf("store holds %d keys, want 100", store.len())
+			}
+			// 100 writes and one more for each that failed: 111 calls,
+			// of which 11 (every tenth) failed.
+			calls := store.calls.Load()
+			if calls != 111 {
+				t.Errorf("%d writes, want 111", calls)
+			}
+			failed := 0
+			for _, op := range h.all() {
+				if op.Class == class {
+					failed++
+				}
+			}
+			if len(h.all()) != int(calls) || failed != 11 {
+				t.Errorf("history has %d ops, %d of them %s; want every attempt: %d, 11", len(h.all()), failed, class, calls)
+			}
+		})
+	}
+	t.Run("every attempt fails", func(t *testing.T) {
+		t.Parallel()
+		spec := testSpec()
+		spec.Keyspace, spec.Preload = 4, true
+		store := newFakeStore(0)
+		store.failEvery, store.failClass = 1, plan.ErrUnavailable
+		e, _ := newTestEngine(t, spec, store)
+		err := e.Preload(context.Background(), 2)
+		if !errors.Is(err, ErrPreload) || !strings.Contains(err.Error(), "4 of 4") || !strings.Contains(err.Error(), "after 3 attempts") {
+			t.Errorf("err = %v, want ErrPreload with 4 of 4 failed after 3 attempts", err)
+		}
+		if calls := store.calls.Load(); calls != 12 {
+			t.Errorf("%d writes, want 12: three per key", calls)
+		}
+	})
 }
 
 func TestPreloadOnlyWhenAsked(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
@@ -18,8 +19,12 @@ var ErrPreload = errors.New("preload incomplete")
 // when the workload asks for it (spec.Preload); otherwise it does nothing.
 // Key i gets the value tagged (PreloadWriter, i), so a checker knows every
 // initial value. Writes are not recorded as samples, but they do go to the
-// history hook. A failed write is not retried: Preload carries on and then
-// returns an error wrapping ErrPreload and the first failure.
+// history hook, every attempt. A write that fails in a way that may pass
+// (see retryable) is tried again, up to preloadAttempts in all: the
+// preload sets the stage and is not measured, and one write timing out
+// while a fresh cluster settles should not fail the run. A key that still
+// fails does not stop the others: Preload carries on and then returns an
+// error wrapping ErrPreload and the first failure.
 func (e *Engine) Preload(ctx context.Context, n int) error {
 	if !e.spec.Preload {
 		return nil
@@ -52,19 +57,26 @@ func (e *Engine) Preload(ctx context.Context, n int) error {
 				}
 				key := e.cfg.keys.Key(i)
 				val := AppendValue(make([]byte, 0, size), size, PreloadWriter, uint64(i))
-				call := e.now()
-				res := e.client.Do(timer.begin(call+e.timeout), stores.Op{Kind: plan.OpPut, Key: key, Value: val})
-				ret := e.now()
-				class := errClass(res, timer.end())
-				if class != "" {
+				for attempt := 1; ; attempt++ {
+					call := e.now()
+					res := e.client.Do(timer.begin(call+e.timeout), stores.Op{Kind: plan.OpPut, Key: key, Value: val})
+					ret := e.now()
+					class := errClass(res, timer.end())
+					if h := e.opts.history; h != nil {
+						h(HistoryOp{ClientID: PreloadClientBase + w, Op: plan.OpPut, Key: key, Value: val, Call: call, Return: ret, Class: class})
+					}
+					if class == "" {
+						break
+					}
+					if attempt < preloadAttempts && retryable(class) && sleepCtx(ctx, preloadRetryPause<<(attempt-1)) {
+						continue
+					}
 					if failed.Add(1) == 1 {
 						mu.Lock()
-						firstErr = fmt.Errorf("put %q: %s: %w", key, class, res.Err)
+						firstErr = fmt.Errorf("put %q: %s after %d attempts: %w", key, class, attempt, res.Err)
 						mu.Unlock()
 					}
-				}
-				if h := e.opts.history; h != nil {
-					h(HistoryOp{ClientID: PreloadClientBase + w, Op: plan.OpPut, Key: key, Value: val, Call: call, Return: ret, Class: class})
+					break
 				}
 				if d := done.Add(1); e.opts.progress != nil && (d%step == 0 || d == total) {
 					mu.Lock()
@@ -87,4 +99,37 @@ func (e *Engine) Preload(ctx context.Context, n int) error {
 		return fmt.Errorf("workload %q: %w: %d of %d writes failed, first: %w", e.spec.Name, ErrPreload, f, total, firstErr)
 	}
 	return nil
+}
+
+// A preload write is tried up to preloadAttempts times, pausing
+// preloadRetryPause before the second attempt and twice that before the
+// third: long enough for an election on the default timings to end.
+const (
+	preloadAttempts   = 3
+	preloadRetryPause = 250 * time.Millisecond
+)
+
+// retryable says whether a write that failed so may pass if tried again:
+// one that timed out or was refused for want of a leader or a quorum, or
+// lost its connection. A timed-out write may still have been applied; it
+// is written again with the same value, and the history shows both.
+func retryable(class string) bool {
+	switch class {
+	case plan.ErrTimeout, plan.ErrUnavailable, plan.ErrConnection:
+		return true
+	}
+	return false
+}
+
+// sleepCtx waits d, or less if ctx ends first, and says whether ctx is
+// still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

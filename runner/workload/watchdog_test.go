@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,9 +164,13 @@ func TestPreloadTimesOutWithoutDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = e.Preload(context.Background(), 2)
-	if !errors.Is(err, ErrPreload) || !strings.Contains(err.Error(), plan.ErrTimeout) {
-		t.Errorf("err = %v, want ErrPreload with the first failure a timeout", err)
+	// The writes caught in the stall time out, and are written again once
+	// it is over.
+	if err := e.Preload(context.Background(), 2); err != nil {
+		t.Errorf("err = %v, want the timed-out writes tried again after the stall", err)
+	}
+	if store.len() != 40 {
+		t.Errorf("store holds %d keys, want 40", store.len())
 	}
 	var timeouts int
 	for _, op := range h.all() {
