@@ -437,26 +437,48 @@ func TestPreload(t *testing.T) {
 	}
 }
 
+// A key whose write fails, in a way not retried or on every attempt, fails
+// the preload once the other keys are written.
 func TestPreloadReportsFailures(t *testing.T) {
 	t.Parallel()
-	spec := testSpec()
-	spec.Keyspace, spec.Preload = 100, true
-	store := newFakeStore(0)
-	// A failure of no known kind is not retried.
-	store.failEvery, store.failClass = 10, plan.ErrOther
-	e, _ := newTestEngine(t, spec, store)
-	err := e.Preload(context.Background(), 2)
-	if !errors.Is(err, ErrPreload) || !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "10 of 100") {
-		t.Errorf("err = %v, want ErrPreload with 10 of 100 failed", err)
-	}
-	if calls := store.calls.Load(); calls != 100 {
-		t.Errorf("%d writes, want 100: one per key, no retries", calls)
+	for _, tc := range []struct {
+		name      string
+		keys      int64
+		failEvery int64
+		class     string
+		want      []string // in the error
+		calls     int64
+	}{
+		// A failure of no known kind is not retried: one write per key.
+		{name: "other", keys: 100, failEvery: 10, class: plan.ErrOther, want: []string{"10 of 100"}, calls: 100},
+		{name: "every attempt fails", keys: 4, failEvery: 1, class: plan.ErrUnavailable, want: []string{"4 of 4", "after 3 attempts"}, calls: 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec := testSpec()
+			spec.Keyspace, spec.Preload = tc.keys, true
+			store := newFakeStore(0)
+			store.failEvery, store.failClass = tc.failEvery, tc.class
+			e, _ := newTestEngine(t, spec, store)
+			err := e.Preload(context.Background(), 2)
+			if !errors.Is(err, ErrPreload) || !errors.Is(err, errInjected) {
+				t.Errorf("err = %v, want ErrPreload with the injected failure", err)
+			}
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to say %q", err, w)
+				}
+			}
+			if calls := store.calls.Load(); calls != tc.calls {
+				t.Errorf("%d writes, want %d", calls, tc.calls)
+			}
+		})
 	}
 }
 
 // A write that fails as one that may pass (timed out, no leader, a lost
-// connection) is tried again; a key that fails every attempt fails the
-// preload, and every attempt is in the history.
+// connection) is tried again, and every attempt is in the history (a key
+// that fails every attempt: TestPreloadReportsFailures).
 func TestPreloadRetries(t *testing.T) {
 	t.Parallel()
 	for _, class := range []string{plan.ErrTimeout, plan.ErrUnavailable, plan.ErrConnection} {
@@ -491,21 +513,6 @@ func TestPreloadRetries(t *testing.T) {
 			}
 		})
 	}
-	t.Run("every attempt fails", func(t *testing.T) {
-		t.Parallel()
-		spec := testSpec()
-		spec.Keyspace, spec.Preload = 4, true
-		store := newFakeStore(0)
-		store.failEvery, store.failClass = 1, plan.ErrUnavailable
-		e, _ := newTestEngine(t, spec, store)
-		err := e.Preload(context.Background(), 2)
-		if !errors.Is(err, ErrPreload) || !strings.Contains(err.Error(), "4 of 4") || !strings.Contains(err.Error(), "after 3 attempts") {
-			t.Errorf("err = %v, want ErrPreload with 4 of 4 failed after 3 attempts", err)
-		}
-		if calls := store.calls.Load(); calls != 12 {
-			t.Errorf("%d writes, want 12: three per key", calls)
-		}
-	})
 }
 
 func TestPreloadOnlyWhenAsked(t *testing.T) {
