@@ -21,6 +21,10 @@ type fakeStore struct {
 	latency   time.Duration
 	failEvery int64  // every failEvery-th op fails with failClass
 	failClass string // class of injected failures
+	// The first op on every failFirstEvery-th key to be used fails with
+	// failClass; later ops on it pass. Unlike failEvery, which keys fail
+	// does not depend on how concurrent workers interleave.
+	failFirstEvery int64
 	// Ops that start in [stallFrom, stallTo) block until stallTo (or their
 	// deadline), like a store that lost its leader.
 	stallFrom, stallTo time.Time
@@ -28,10 +32,11 @@ type fakeStore struct {
 	calls atomic.Int64
 	mu    sync.Mutex
 	data  map[string][]byte
+	used  map[string]bool // keys seen, for failFirstEvery
 }
 
 func newFakeStore(latency time.Duration) *fakeStore {
-	return &fakeStore{latency: latency, data: map[string][]byte{}}
+	return &fakeStore{latency: latency, data: map[string][]byte{}, used: map[string]bool{}}
 }
 
 func (f *fakeStore) Do(ctx context.Context, op stores.Op) stores.Result {
@@ -54,6 +59,12 @@ func (f *fakeStore) Do(ctx context.Context, op stores.Op) stores.Result {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.used[op.Key] {
+		f.used[op.Key] = true
+		if f.failFirstEvery > 0 && int64(len(f.used))%f.failFirstEvery == 0 {
+			return stores.Result{Err: errInjected, Class: f.failClass}
+		}
+	}
 	switch op.Kind {
 	case plan.OpPut, plan.OpTxn:
 		f.data[op.Key] = op.Value
