@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -97,4 +98,51 @@ func TestHog(t *testing.T) {
 	}
 	for {
 	}
+}
+
+// BenchmarkMachineStalls is the reference for BenchmarkOpenLoopLateness: a
+// thread that never sleeps, reading the clock back to back for
+// -lateness.for, and what it sees between two reads that are more than
+// 200 µs apart: the times the machine did not run it although it wanted
+// to run. Nothing else in this process runs meanwhile, so on a quiet
+// machine that is the kernel's and, in a virtual machine, the host's doing
+// (a vCPU taken away), which no sleeper in this process can make up for:
+// a request due in such a stall is sent late. It reports the stalls over
+// 1 ms per second, the share of time stalled and the longest stall.
+//
+//	go test ./runner/workload -run '^$' -bench MachineStalls -benchtime 1x
+func BenchmarkMachineStalls(b *testing.B) {
+	for b.Loop() {
+		st := spinForStalls(*latenessFor, 200*time.Microsecond)
+		b.ReportMetric(float64(st.over1ms)/latenessFor.Seconds(), "stalls>1ms/s")
+		b.ReportMetric(100*st.total.Seconds()/latenessFor.Seconds(), "stalled-%")
+		b.ReportMetric(float64(st.longest)/1e3, "longest-µs")
+	}
+}
+
+type stalls struct {
+	over1ms        int
+	total, longest time.Duration
+}
+
+// spinForStalls spins on a locked thread for d and sums the gaps between
+// consecutive clock reads longer than floor.
+func spinForStalls(d, floor time.Duration) stalls {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var st stalls
+	start := time.Now()
+	last := start
+	for last.Sub(start) < d {
+		now := time.Now()
+		if g := now.Sub(last); g > floor {
+			st.total += g
+			st.longest = max(st.longest, g)
+			if g > time.Millisecond {
+				st.over1ms++
+			}
+		}
+		last = now
+	}
+	return st
 }
