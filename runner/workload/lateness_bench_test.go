@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	latenessFor = flag.Duration("lateness.for", 5*time.Second, "how long BenchmarkOpenLoopLateness runs each rate")
+	latenessFor = flag.Duration("lateness.for", 5*time.Second, "how long BenchmarkOpenLoopLateness runs each rate, and BenchmarkMachineStalls spins")
 	latenessHog = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkOpenLoopLateness, as a busy CI runner would")
 )
 
