@@ -32,7 +32,7 @@ type fakeStore struct {
 	calls atomic.Int64
 	mu    sync.Mutex
 	data  map[string][]byte
-	used  map[string]bool // keys seen, for failFirstEvery
+	used  map[string]bool // keys seen, kept only with failFirstEvery
 }
 
 func newFakeStore(latency time.Duration) *fakeStore {
@@ -59,9 +59,9 @@ func (f *fakeStore) Do(ctx context.Context, op stores.Op) stores.Result {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.used[op.Key] {
+	if f.failFirstEvery > 0 && !f.used[op.Key] {
 		f.used[op.Key] = true
-		if f.failFirstEvery > 0 && int64(len(f.used))%f.failFirstEvery == 0 {
+		if int64(len(f.used))%f.failFirstEvery == 0 {
 			return stores.Result{Err: errInjected, Class: f.failClass}
 		}
 	}
