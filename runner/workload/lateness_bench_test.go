@@ -107,21 +107,22 @@ func TestHog(t *testing.T) {
 // to run. Nothing else in this process runs meanwhile, so on a quiet
 // machine that is the kernel's and, in a virtual machine, the host's doing
 // (a vCPU taken away), which no sleeper in this process can make up for:
-// a request due in such a stall is sent late. It reports the stalls over
-// 1 ms per second, the share of time stalled and the longest stall.
+// a request due in such a stall is sent late. It reports the stalls longer
+// than the late-start threshold (DefaultLateThreshold, 1 ms) per second,
+// the share of time stalled and the longest stall.
 //
 //	go test ./runner/workload -run '^$' -bench MachineStalls -benchtime 1x
 func BenchmarkMachineStalls(b *testing.B) {
 	for b.Loop() {
 		st := spinForStalls(*latenessFor, 200*time.Microsecond)
-		b.ReportMetric(float64(st.over1ms)/latenessFor.Seconds(), "stalls>1ms/s")
+		b.ReportMetric(float64(st.late)/latenessFor.Seconds(), fmt.Sprintf("stalls>%v/s", DefaultLateThreshold))
 		b.ReportMetric(100*st.total.Seconds()/latenessFor.Seconds(), "stalled-%")
 		b.ReportMetric(float64(st.longest)/1e3, "longest-µs")
 	}
 }
 
 type stalls struct {
-	over1ms        int
+	late           int // longer than DefaultLateThreshold
 	total, longest time.Duration
 }
 
@@ -138,8 +139,8 @@ func spinForStalls(d, floor time.Duration) stalls {
 		if g := now.Sub(last); g > floor {
 			st.total += g
 			st.longest = max(st.longest, g)
-			if g > time.Millisecond {
-				st.over1ms++
+			if g > DefaultLateThreshold {
+				st.late++
 			}
 		}
 		last = now
