@@ -425,7 +425,53 @@ func resourceFigures(r *results.Results, o overlay, end float64) ([]figure, erro
 	if err != nil {
 		return nil, err
 	}
-	return []figure{cpu, rss, written}, nil
+	machine, err := machineFigure(r, o, end)
+	if err != nil {
+		return nil, err
+	}
+	return []figure{cpu, rss, written, machine}, nil
+}
+
+// machineFigure draws the runner's whole machine over time: how busy its
+// CPUs were, how much of their time the hypervisor withheld, and how long
+// runnable tasks waited for a CPU. A latency spike or late starts that line
+// up with steal or wait came from the machine, not the store.
+func machineFigure(r *results.Results, o overlay, end float64) (figure, error) {
+	fig := figure{ID: "machine", Title: "The runner's machine",
+		Caption: "Once a second, from /proc/stat and /proc/pressure/cpu: the share of all CPUs' time spent running tasks (busy) and withheld by the hypervisor (steal), and the share of the second in which some runnable task waited for a CPU (wait)."}
+	p := timePlot("% of the machine's CPU time, of the second", o, end)
+	var busy, steal, wait plotter.XYs
+	if r.Machine != nil {
+		for _, pt := range r.Machine.Points {
+			busy = append(busy, plotter.XY{X: pt.AtMS / 1000, Y: 100 * pt.BusyShare})
+			steal = append(steal, plotter.XY{X: pt.AtMS / 1000, Y: 100 * pt.StealShare})
+			if pt.WaitShare != nil {
+				wait = append(wait, plotter.XY{X: pt.AtMS / 1000, Y: 100 * *pt.WaitShare})
+			}
+		}
+	}
+	lines := []struct {
+		label  string
+		xys    plotter.XYs
+		dashed bool
+	}{{"busy", busy, false}, {"steal", steal, false}, {"wait", wait, true}}
+	for i, l := range lines {
+		if len(l.xys) == 0 {
+			continue
+		}
+		if err := addSegments(p, []plotter.XYs{l.xys}, palette(i), vg.Points(1.2), l.dashed); err != nil {
+			return fig, fmt.Errorf("machine %s: %w", l.label, err)
+		}
+		fig.Keys = append(fig.Keys, newKey(l.label, palette(i), l.dashed))
+	}
+	if len(busy) == 0 {
+		p.Add(note("not sampled"))
+	}
+	p.Y.Min, p.Y.Max = 0, 100
+	p.Y.Tick.Marker = linearTicker(false)
+	var err error
+	fig.Panels, err = onePanel(p, chartHeight*0.8, fig.Title)
+	return fig, err
 }
 
 func onePanel(p *plot.Plot, h vg.Length, label string) ([]panel, error) {

@@ -18,7 +18,7 @@ import (
 
 // figureIDs are the ids of report.html's figures, which readers and tests
 // find them by.
-var figureIDs = []string{"latency", "throughput", "spectrum", "errors", "leader", "server", "cpu", "rss", "written"}
+var figureIDs = []string{"latency", "throughput", "spectrum", "errors", "leader", "server", "cpu", "rss", "written", "machine"}
 
 func render(t *testing.T, r *results.Results, hlogDir string) (string, *xhtml.Node) {
 	t.Helper()

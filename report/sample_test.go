@@ -94,6 +94,11 @@ func sample() *results.Results {
 		}
 		r.Resources = append(r.Resources, n)
 	}
+	r.Machine = &results.Machine{CPUs: 2}
+	for k := range 10 {
+		wait := 0.1 + 0.05*float64(k%4)
+		r.Machine.Points = append(r.Machine.Points, results.MachinePoint{AtMS: float64(k)*1000 + 20, BusyShare: 0.3 + 0.04*float64(k), StealShare: 0.01 * float64(k%3), WaitShare: &wait})
+	}
 	return r
 }
 

@@ -95,7 +95,9 @@ func Combine(names []string, per []*Results) *Results {
 // combinePhase is one phase over every cluster: its workloads and faults,
 // and operation counts.
 func combinePhase(names []string, ps []Phase) Phase {
-	out := Phase{Name: ps[0].Name, StartMS: ps[0].StartMS, DurationMS: ps[0].DurationMS}
+	// The clusters share the runner's machine and the phase's span, so
+	// each saw the same machine.
+	out := Phase{Name: ps[0].Name, StartMS: ps[0].StartMS, DurationMS: ps[0].DurationMS, Machine: ps[0].Machine}
 	out.Total.ErrorsBy = map[string]int64{}
 	for i, p := range ps {
 		out.Workloads = append(out.Workloads, p.Workloads...)

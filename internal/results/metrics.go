@@ -20,6 +20,7 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.workload.<w>.<stat>        one workload, all its ops, plus its availability, max_gap, late_starts and late_start_share
 //	<scope>.workload.<w>.<op>.<stat>   one workload's op
 //	<scope>.server.<metric>.<stat>     the store's own metric over the scope (Phase.Server)
+//	<scope>.steal_share, cpu_wait_share the runner's machine over the scope (Phase.Machine)
 //	run.linearizable, run.lost_writes  the history checker's verdict
 //	run.watch_ok                       every registry's and key watch's checker's verdict
 //	run.workload.<w>.<registry metric> a registry's own figures (plan.RegistryMetrics)
@@ -145,6 +146,10 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	setOpt(m, scope+"."+plan.MetricFailoverTime, p.FailoverTimeMS)
 	setOpt(m, scope+"."+plan.MetricLeaderElect, p.LeaderElectedMS)
 	setOpt(m, scope+"."+plan.MetricRejoin, p.RejoinTimeMS)
+	if mc := p.Machine; mc != nil {
+		m[scope+"."+plan.MetricStealShare] = mc.StealMeanShare
+		setOpt(m, scope+"."+plan.MetricCPUWait, mc.WaitMeanShare)
+	}
 }
 
 func addOp(m map[string]any, prefix string, s *OpStats) {

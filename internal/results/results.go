@@ -77,6 +77,9 @@ type Results struct {
 	// "runner"): the load generator, the in-process shaper and the
 	// checkers, which share the machine with the nodes.
 	Runner *NodeResources `json:"runner,omitempty"`
+	// Machine holds what the runner's whole machine did: CPU busy, steal
+	// and wait, once a second; absent where /proc/stat cannot be read.
+	Machine *Machine `json:"machine,omitempty"`
 	// Preloads says what writing each workload's keys before the first
 	// phase cost: the preload is not measured as load, but on a large
 	// keyspace it is most of a run's time.
@@ -180,6 +183,8 @@ type Phase struct {
 	// Resources condenses the resource samples taken during the phase,
 	// per node and for the runner's own process (key "runner").
 	Resources map[string]ResourceSummary `json:"resources,omitempty"`
+	// Machine condenses the machine's samples taken during the phase.
+	Machine *MachineSummary `json:"machine,omitempty"`
 	// WriteFloor is the write latency that the declared links allow for
 	// the leader in office, beside the measured put p50; absent when the
 	// network is unshaped, a network fault acts in the phase or the

@@ -195,6 +195,13 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 	if r, ok := p.Resources[RunnerNode]; ok {
 		parts = append(parts, fmt.Sprintf("runner CPU %.0f%% of a core, %.0f MiB", r.CPUMeanPercent, float64(r.RSSMaxBytes)/(1<<20)))
 	}
+	if m := p.Machine; m != nil {
+		machine := fmt.Sprintf("machine CPUs %.0f%% busy, %.2g%% stolen", 100*m.BusyMeanShare, 100*m.StealMeanShare)
+		if m.WaitMeanShare != nil {
+			machine += fmt.Sprintf(", a task waiting for a CPU %.2g%% of the time", 100**m.WaitMeanShare)
+		}
+		parts = append(parts, machine)
+	}
 	if p.LeaderElectedMS != nil && *p.LeaderElectedMS > 0 {
 		parts = append(parts, "new leader after "+fmtDuration(*p.LeaderElectedMS))
 	}

@@ -46,6 +46,7 @@ type Collector struct {
 	leader    *LeaderTimeline
 	resources *ResourceSampler
 	self      *ResourceSampler // the runner's own process
+	machine   *MachineSampler  // the whole machine the runner is on
 
 	sinksMu sync.Mutex
 	sinks   []*sink
@@ -107,6 +108,7 @@ func NewCollector(phases []plan.PhaseSpan, workloads []plan.WorkloadSpec, base t
 		leader:    NewLeaderTimeline(),
 		resources: NewResourceSampler(base),
 		self:      NewResourceSampler(base),
+		machine:   NewMachineSampler(),
 		ops:       make(map[opKey]*opState),
 		wlWrites:  make(map[string]*writeTrack),
 		served:    make(map[int]time.Duration),
@@ -187,6 +189,7 @@ func (c *Collector) Run(ctx context.Context) {
 			c.mu.Unlock()
 			c.resources.SampleAt(at)
 			c.self.SampleAt(at)
+			c.machine.SampleAt(at)
 		}
 	}
 }

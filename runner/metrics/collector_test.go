@@ -554,10 +554,11 @@ func TestWorkloadGaps(t *testing.T) {
 func TestPhaseResources(t *testing.T) {
 	c := newTestCollector(span("a", 0, 2*s), span("b", 2*s, 2*s))
 	for at := range 5 { // 0 is the baseline; 1..4 s carry CPU
-		burn := time.Now().Add(20 * ms)
+		burn := time.Now().Add(50 * ms) // several of the kernel's ticks even on a busy machine
 		for time.Now().Before(burn) {
 		}
 		c.self.SampleAt(time.Duration(at) * s)
+		c.machine.SampleAt(time.Duration(at) * s)
 	}
 	c.resources.nodes["n1"] = &nodeSampler{points: []results.ResourcePoint{
 		{AtMS: 1000, CPUPercent: 10, RSSBytes: 100, WrittenBytes: new(int64(5))},
@@ -578,6 +579,22 @@ func TestPhaseResources(t *testing.T) {
 	}
 	if a[results.RunnerNode].Samples != 2 || b[results.RunnerNode].Samples != 2 || b[results.RunnerNode].CPUMeanPercent <= 0 {
 		t.Errorf("runner by phase: a %+v, b %+v; want 2 samples each, some CPU", a[results.RunnerNode], b[results.RunnerNode])
+	}
+	// The machine (this one's /proc) is condensed the same way.
+	if r.Machine == nil || len(r.Machine.Points) != 4 {
+		t.Fatalf("machine: %+v, want 4 points", r.Machine)
+	}
+	for _, p := range append(r.Phases, r.Run) {
+		want := 2
+		if p.Name == "run" {
+			want = 4
+		}
+		if p.Machine == nil || p.Machine.Samples != want || p.Machine.BusyMeanShare <= 0 {
+			t.Errorf("%s: machine %+v, want %d samples, some busy time", p.Name, p.Machine, want)
+		}
+	}
+	if _, ok := r.Metrics()["phase.b.steal_share"]; !ok {
+		t.Error("no phase.b.steal_share metric")
 	}
 }
 

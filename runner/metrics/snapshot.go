@@ -126,6 +126,12 @@ func (c *Collector) Snapshot() *results.Results {
 	for i := range r.Phases {
 		r.Phases[i].Resources = phaseResources(r.Resources, r.Runner, c.phases[i])
 	}
+	if r.Machine = c.machine.Result(); r.Machine != nil {
+		for i, span := range c.phases {
+			r.Phases[i].Machine = results.SummarizeMachine(r.Machine.Points, results.MS(span.Start.D()), results.MS(span.End().D()))
+		}
+		r.Run.Machine = results.SummarizeMachine(r.Machine.Points, results.MS(c.runStart()), results.MS(c.runEnd()))
+	}
 	r.Checks = []results.Check{}
 	r.Notes = notes
 	return r
@@ -354,6 +360,9 @@ func (c *Collector) notes() map[string]string {
 	}
 	if c.clamped > 0 {
 		m["clamped_latencies"] = strconv.FormatInt(c.clamped, 10) + " latencies exceeded the histogram range (1h) and were recorded as 1h"
+	}
+	if err := c.machine.Err(); err != nil {
+		m["machine_samples"] = "the machine's CPU was not sampled throughout: " + err.Error()
 	}
 	if len(m) == 0 {
 		return nil

@@ -1,0 +1,77 @@
+package results
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestSummarizeMachine(t *testing.T) {
+	points := []MachinePoint{
+		{AtMS: 1000, BusyShare: 0.2, StealShare: 0.01, WaitShare: Ptr(0.1)},
+		{AtMS: 2000, BusyShare: 0.4, StealShare: 0.03, WaitShare: Ptr(0.3)},
+		{AtMS: 3000, BusyShare: 0.9, StealShare: 0.05}, // no pressure file this second
+	}
+	tests := []struct {
+		name       string
+		from, to   float64
+		want       *MachineSummary
+		wantNoWait bool
+	}{
+		{name: "all", from: 0, to: 3000, want: &MachineSummary{Samples: 3, BusyMeanShare: 0.5, StealMeanShare: 0.03, StealMaxShare: 0.05, WaitMeanShare: Ptr(0.2), WaitMaxShare: Ptr(0.3)}},
+		// A point covers the second before its stamp: the one stamped at
+		// the window's start belongs to the span before.
+		{name: "from is exclusive", from: 1000, to: 2000, want: &MachineSummary{Samples: 1, BusyMeanShare: 0.4, StealMeanShare: 0.03, StealMaxShare: 0.03, WaitMeanShare: Ptr(0.3), WaitMaxShare: Ptr(0.3)}},
+		{name: "no wait known", from: 2000, to: 3000, want: &MachineSummary{Samples: 1, BusyMeanShare: 0.9, StealMeanShare: 0.05, StealMaxShare: 0.05}},
+		{name: "empty", from: 3000, to: 9000, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SummarizeMachine(points, tc.from, tc.to)
+			if (got == nil) != (tc.want == nil) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+			if got == nil {
+				return
+			}
+			if got.Samples != tc.want.Samples || got.BusyMeanShare != tc.want.BusyMeanShare || got.StealMeanShare != tc.want.StealMeanShare ||
+				got.StealMaxShare != tc.want.StealMaxShare || !sameOpt(got.WaitMeanShare, tc.want.WaitMeanShare) || !sameOpt(got.WaitMaxShare, tc.want.WaitMaxShare) {
+				t.Errorf("got %+v, want %+v", *got, *tc.want)
+			}
+		})
+	}
+}
+
+func TestMachineMetricsAndSummary(t *testing.T) {
+	r := sample()
+	r.Phases[0].Machine = &MachineSummary{Samples: 10, BusyMeanShare: 0.62, StealMeanShare: 0.012, StealMaxShare: 0.05, WaitMeanShare: Ptr(0.25)}
+	r.Phases[1].Machine = &MachineSummary{Samples: 10, BusyMeanShare: 0.3, StealMeanShare: 0}
+	m := r.Metrics()
+	for path, want := range map[string]float64{
+		"phase.steady.steal_share":    0.012,
+		"phase.steady.cpu_wait_share": 0.25,
+		"phase.failover.steal_share":  0,
+	} {
+		if got, ok := m[path].(float64); !ok || got != want {
+			t.Errorf("%s = %v, want %v", path, m[path], want)
+		}
+	}
+	// Unknown is absent, not zero: a check on it fails to evaluate.
+	for _, path := range []string{"phase.failover.cpu_wait_share", "run.steal_share"} {
+		if v, ok := m[path]; ok {
+			t.Errorf("%s = %v, want absent", path, v)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"machine CPUs 62% busy, 1.2% stolen, a task waiting for a CPU 25% of the time",
+		"machine CPUs 30% busy, 0% stolen",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
