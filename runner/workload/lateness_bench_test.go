@@ -109,15 +109,26 @@ func TestHog(t *testing.T) {
 // (a vCPU taken away), which no sleeper in this process can make up for:
 // a request due in such a stall is sent late. It reports the stalls longer
 // than the late-start threshold (DefaultLateThreshold, 1 ms) per second,
-// the share of time stalled and the longest stall.
+// the share of time stalled and the longest stall. Beside them it reports
+// the machine's steal share over the same time (/proc/stat, as a run's
+// results do): the hypervisor's own account of the time it withheld, which
+// the spinning thread's stalls are a second measure of.
 //
 //	go test ./runner/workload -run '^$' -bench MachineStalls -benchtime 1x
 func BenchmarkMachineStalls(b *testing.B) {
 	for b.Loop() {
+		machine := metrics.NewMachineSampler()
+		machine.SampleAt(0)
+		began := time.Now()
 		st := spinForStalls(*latenessFor, 200*time.Microsecond)
+		machine.SampleAt(time.Since(began))
 		b.ReportMetric(float64(st.late)/latenessFor.Seconds(), fmt.Sprintf("stalls>%v/s", DefaultLateThreshold))
 		b.ReportMetric(100*st.total.Seconds()/latenessFor.Seconds(), "stalled-%")
 		b.ReportMetric(float64(st.longest)/1e3, "longest-µs")
+		if m := machine.Result(); m != nil {
+			b.ReportMetric(100*m.Summary.StealMeanShare, "steal-%")
+			b.ReportMetric(100*m.Summary.BusyMeanShare, "busy-%")
+		}
 	}
 }
 
