@@ -439,7 +439,7 @@ func resourceFigures(r *results.Results, o overlay, end float64) ([]figure, erro
 func machineFigure(r *results.Results, o overlay, end float64) (figure, error) {
 	fig := figure{ID: "machine", Title: "The runner's machine",
 		Caption: "Once a second, from /proc/stat and /proc/pressure/cpu: the share of all CPUs' time spent running tasks (busy) and withheld by the hypervisor (steal), and the share of the second in which some runnable task waited for a CPU (wait)."}
-	p := timePlot("% of the machine's CPU time, of the second", o, end)
+	p := timePlot("percent (see the caption)", o, end)
 	var busy, steal, wait plotter.XYs
 	if r.Machine != nil {
 		for _, pt := range r.Machine.Points {

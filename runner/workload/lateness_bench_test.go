@@ -128,6 +128,9 @@ func BenchmarkMachineStalls(b *testing.B) {
 		if m := machine.Result(); m != nil {
 			b.ReportMetric(100*m.Summary.StealMeanShare, "steal-%")
 			b.ReportMetric(100*m.Summary.BusyMeanShare, "busy-%")
+			if w := m.Summary.WaitMeanShare; w != nil {
+				b.ReportMetric(100**w, "cpu-wait-%")
+			}
 		}
 	}
 }
