@@ -11,7 +11,8 @@ type Machine struct {
 	CPUs int `json:"cpus"`
 	// Points holds one sample per second.
 	Points []MachinePoint `json:"points"`
-	// Summary condenses the points over the whole run.
+	// Summary condenses every point, those taken while the cluster started
+	// and the keys were preloaded included; Run.Machine is the timeline's.
 	Summary MachineSummary `json:"summary"`
 }
 

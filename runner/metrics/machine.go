@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,7 +55,9 @@ func (m *MachineSampler) SampleAt(at time.Duration) {
 		return
 	}
 	m.cpus = cpus
-	if m.havePrev && at > m.prevAt && c.total > m.prev.total {
+	// Counters only grow, but a CPU taken offline takes its share of them
+	// away: such a second is skipped rather than read as a wrap.
+	if m.havePrev && at > m.prevAt && c.total > m.prev.total && c.busy >= m.prev.busy && c.steal >= m.prev.steal && (!c.haveWait || c.waitUS >= m.prev.waitUS) {
 		total := float64(c.total - m.prev.total)
 		p := results.MachinePoint{
 			AtMS:       results.MS(at),
@@ -79,7 +82,7 @@ func share(part uint64, whole float64) float64 {
 func (m *MachineSampler) Result() *results.Machine {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := results.SummarizeMachine(m.points, -1, float64(1<<62))
+	s := results.SummarizeMachine(m.points, math.Inf(-1), math.Inf(1))
 	if s == nil {
 		return nil
 	}

@@ -91,8 +91,17 @@ func TestMachineSampler(t *testing.T) {
 	m := NewMachineSampler()
 	m.procRoot = root
 
+	// Before the first phase (the preload): offsets are negative, and
+	// the points count in the run's machine summary all the same.
+	fakeMachine(t, root, 800, 4900, 10, 900_000)
+	m.SampleAt(-2 * s) // baseline only
+	fakeMachine(t, root, 900, 5000, 10, 1_000_000)
+	m.SampleAt(-1 * s)
+	// A CPU taken offline: busy falls. Skipped, not read as a wrap.
+	fakeMachine(t, root, 600, 6000, 10, 1_000_000)
+	m.SampleAt(500 * ms)
 	fakeMachine(t, root, 1000, 5000, 10, 1_000_000)
-	m.SampleAt(1 * s) // baseline only
+	m.SampleAt(1 * s)
 	// 200 ticks of two CPUs' 200: 60 busy, 130 idle, 10 stolen; a task
 	// waited 250 ms of the second.
 	fakeMachine(t, root, 1060, 5130, 20, 1_250_000)
@@ -110,9 +119,13 @@ func TestMachineSampler(t *testing.T) {
 	if r == nil {
 		t.Fatal("no result")
 	}
-	if r.CPUs != 2 || len(r.Points) != 2 {
-		t.Fatalf("cpus %d, points %+v; want 2 CPUs and 2 points", r.CPUs, r.Points)
+	if r.CPUs != 2 || len(r.Points) != 3 {
+		t.Fatalf("cpus %d, points %+v; want 2 CPUs and 3 points", r.CPUs, r.Points)
 	}
+	if p := r.Points[0]; p.AtMS != -1000 || p.BusyShare != 0.5 {
+		t.Errorf("point before the timeline %+v, want at -1000 busy 0.5", p)
+	}
+	r.Points = r.Points[1:]
 	p := r.Points[0]
 	if p.AtMS != 2000 || p.BusyShare != 0.3 || p.StealShare != 0.05 || p.WaitShare == nil || *p.WaitShare != 0.25 {
 		t.Errorf("first point %+v (wait %v), want at 2000 busy 0.3 steal 0.05 wait 0.25", p, p.WaitShare)
@@ -121,7 +134,7 @@ func TestMachineSampler(t *testing.T) {
 	if p.AtMS != 3000 || p.BusyShare != 1 || p.StealShare != 0 || p.WaitShare != nil {
 		t.Errorf("second point %+v, want at 3000 busy 1 steal 0 and no wait", p)
 	}
-	if r.Summary.Samples != 2 || r.Summary.StealMaxShare != 0.05 {
+	if r.Summary.Samples != 3 || r.Summary.StealMaxShare != 0.05 {
 		t.Errorf("summary %+v", r.Summary)
 	}
 	if err := m.Err(); err == nil || !strings.Contains(err.Error(), "sample the machine") {
