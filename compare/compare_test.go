@@ -173,6 +173,7 @@ func run() *results.Results {
 		},
 		Backend: map[string]string{"store": "etcd 3.5.17"},
 	}
+	r.Run.Machine = &results.MachineSummary{Samples: 60, BusyMeanShare: 0.2, StealMeanShare: 0.001, WaitMeanShare: results.Ptr(0.16)}
 	if err := r.AddFailover("failover", results.Failover{FaultID: "failover/kill", TimeToWriteMS: results.Ptr(1000.0), TimeToLeaderMS: results.Ptr(900.0)}); err != nil {
 		panic(err)
 	}
@@ -305,6 +306,24 @@ func TestCompare(t *testing.T) {
 				"different scenarios: base ran failover.hcl, new ran partition.hcl",
 				"different stores: base ran etcd 3.5.17, new ran zookeeper 3.8.0",
 				`different sweep points: base ran (none), new ran election="2s"`,
+			},
+		},
+		{
+			name: "a busier machine is named, a similar one is not",
+			change: func(r *results.Results) {
+				r.Run.Machine = &results.MachineSummary{Samples: 60, StealMeanShare: 0.031, WaitMeanShare: results.Ptr(0.24)}
+			},
+			wantWarnings: []string{
+				"the new run's machine was busier: steal (the CPUs' time the hypervisor withheld) 0.1% in base, 3.1% in new (run.steal_share)",
+			},
+		},
+		{
+			name: "a quieter machine is named too",
+			change: func(r *results.Results) {
+				r.Run.Machine = &results.MachineSummary{Samples: 60, StealMeanShare: 0.001, WaitMeanShare: results.Ptr(0.02)}
+			},
+			wantWarnings: []string{
+				"the base run's machine was busier: CPU wait (the time a runnable task waited for a CPU) 16% in base, 2% in new (run.cpu_wait_share)",
 			},
 		},
 		{
