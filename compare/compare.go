@@ -491,37 +491,36 @@ func mismatches(base, next *Side) []string {
 	return append(w, machineWarnings(base, next)...)
 }
 
-// busierMachine is how far apart the two runs' machines may be before the
-// comparison says so: CPU wait moved 15 to 18% between quiet one-minute
-// runs of one machine, steal under 0.2%.
-var busierMachine = []struct {
-	metric string
-	label  string
-	margin float64
-}{
-	{plan.MetricCPUWait, "CPU wait (the time a runnable task waited for a CPU)", 0.10},
-	{plan.MetricStealShare, "steal (the CPUs' time the hypervisor withheld)", 0.01},
-}
-
 // machineWarnings warns when one run's machine was markedly busier than
 // the other's over the timeline (run.cpu_wait_share, run.steal_share): a
 // change in latency or late starts may then be the machine's doing, not
 // the store's.
 func machineWarnings(base, next *Side) []string {
+	// How far apart the machines may be before it is said: CPU wait moved
+	// between 15 and 18% over quiet one-minute runs of one machine, steal
+	// stayed under 0.2%.
+	busier := []struct {
+		metric string
+		label  string
+		margin float64
+	}{
+		{plan.MetricCPUWait, "CPU wait (the time a runnable task waited for a CPU)", 0.10},
+		{plan.MetricStealShare, "steal (the CPUs' time the hypervisor withheld)", 0.01},
+	}
 	var w []string
-	for _, m := range busierMachine {
+	for _, m := range busier {
 		path := "run." + m.metric
 		b, okB := summary(base.present(path)).(float64)
 		n, okN := summary(next.present(path)).(float64)
 		if !okB || !okN || math.Abs(n-b) < m.margin {
 			continue
 		}
-		busier := "new"
+		side := "new"
 		if b > n {
-			busier = "base"
+			side = "base"
 		}
 		w = append(w, fmt.Sprintf("the %s run's machine was busier: %s %.3g%% in base, %.3g%% in new (%s); latency and late-start changes may be the machine's doing, not the store's",
-			busier, m.label, 100*b, 100*n, path))
+			side, m.label, 100*b, 100*n, path))
 	}
 	return w
 }
