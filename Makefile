@@ -62,6 +62,7 @@ fuzz:
 	$(GO) test ./stores/consul -run '^$$' -fuzz '^FuzzParseIPPort$$' -fuzztime 1m
 	$(GO) test ./images -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime 1m
 	$(GO) test ./runner/container -run '^$$' -fuzz '^FuzzCgroupFiles$$' -fuzztime 1m
+	$(GO) test ./internal/proc -run '^$$' -fuzz '^FuzzSchedstat$$' -fuzztime 1m
 
 # -race: vet then reads the packages the race-enabled tests compile, so a
 # cold machine compiles them once.

@@ -169,7 +169,7 @@ func unitOf(metric string) unit {
 	case plan.StatP50, plan.StatP90, plan.StatP99, plan.StatP999, plan.StatMax, plan.StatMin, plan.StatMean,
 		plan.MetricMaxGap, plan.MetricFailoverTime, plan.MetricLeaderElect, plan.MetricRejoin, plan.MetricNoLeader, plan.MetricLeaderUnknown, plan.MetricWriteFloor:
 		return unitMS
-	case plan.MetricAvailability, plan.MetricTimeAvail, plan.StatErrorRate, plan.MetricLateShare, plan.MetricFloorExcess, plan.MetricStealShare, plan.MetricCPUWait:
+	case plan.MetricAvailability, plan.MetricTimeAvail, plan.StatErrorRate, plan.MetricLateShare, plan.MetricFloorExcess, plan.MetricStealShare, plan.MetricCPUWait, plan.MetricRunnerWait:
 		return unitFraction
 	case plan.StatThroughput:
 		return unitRate

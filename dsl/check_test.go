@@ -38,7 +38,7 @@ check "per workload, by index" {
   condition = phase["steady"].workload.w.get.errors_by.timeout == 0
 }
 check "quiet machine" {
-  condition = phase.steady.steal_share < 0.01 && run.cpu_wait_share < 0.5
+  condition = phase.steady.steal_share < 0.01 && run.cpu_wait_share < 0.5 && run.runner_wait_share < 0.2
 }
 `
 
@@ -60,7 +60,7 @@ func TestCompiledCheckRefs(t *testing.T) {
 		"availability and gap":   {"phase.steady.availability", "phase.steady.max_gap"},
 		"correct":                {"run.linearizable", "run.lost_writes"},
 		"per workload, by index": {"phase.steady.workload.w.get.errors_by.timeout"},
-		"quiet machine":          {"phase.steady.steal_share", "run.cpu_wait_share"},
+		"quiet machine":          {"phase.steady.steal_share", "run.cpu_wait_share", "run.runner_wait_share"},
 	}
 	for _, c := range p.Checks {
 		if !reflect.DeepEqual(c.Refs, want[c.Name]) {

@@ -506,11 +506,12 @@ const (
 	MetricFloorExcess   = "floor_excess"        // put p50 over write_floor, minus 1: 0.04 is 4% above the floor
 	MetricStealShare    = "steal_share"         // share of the machine's CPU time its hypervisor withheld
 	MetricCPUWait       = "cpu_wait_share"      // share of the time some runnable task on the machine waited for a CPU
+	MetricRunnerWait    = "runner_wait_share"   // share of the CPU time the runner's threads wanted that they waited for
 )
 
 // PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
 // also aggregated over all ops under the same names).
-var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait}
+var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait}
 
 // Error classes. Every failed operation falls in exactly one.
 const (

@@ -382,14 +382,14 @@ func (l leaderBars) Plot(c draw.Canvas, p *plot.Plot) {
 // resourceFigures draws each node's CPU and RSS over time and what it
 // wrote in total.
 func resourceFigures(r *results.Results, o overlay, end float64) ([]figure, error) {
-	cpu := figure{ID: "cpu", Title: "CPU per node", Caption: "CPU time (user + system) over wall time, in percent of one core, sampled once a second from /proc."}
+	cpu := figure{ID: "cpu", Title: "CPU per node", Caption: "CPU time (user + system) over wall time, in percent of one core, sampled once a second from /proc; dashed, the time the node's threads were runnable but waited for a CPU (/proc/PID/task/*/schedstat), in the same unit."}
 	rss := figure{ID: "rss", Title: "Memory per node", Caption: "Resident set size (MiB)."}
 	pc := timePlot("CPU (% of a core)", o, end)
 	pr := timePlot("RSS (MiB)", o, end)
 	topC, topR := 0.0, 0.0
 	for i, n := range r.Resources {
-		cs, rs := nodeSegments(n.Points)
-		for _, s := range cs {
+		cs, rs, ws := nodeSegments(n.Points)
+		for _, s := range append(slices.Clip(cs), ws...) {
 			for _, pt := range s {
 				topC = max(topC, pt.Y)
 			}
@@ -407,6 +407,12 @@ func resourceFigures(r *results.Results, o overlay, end float64) ([]figure, erro
 		}
 		k := newKey(n.Node, palette(i), false)
 		cpu.Keys, rss.Keys = append(cpu.Keys, k), append(rss.Keys, k)
+		if len(ws) > 0 {
+			if err := addSegments(pc, ws, palette(i), vg.Points(1.2), true); err != nil {
+				return nil, fmt.Errorf("CPU wait of %s: %w", n.Node, err)
+			}
+			cpu.Keys = append(cpu.Keys, newKey(n.Node+" waiting", palette(i), true))
+		}
 	}
 	if len(r.Resources) == 0 {
 		pc.Add(note("not sampled"))
@@ -438,9 +444,9 @@ func resourceFigures(r *results.Results, o overlay, end float64) ([]figure, erro
 // up with steal or wait came from the machine, not the store.
 func machineFigure(r *results.Results, o overlay, end float64) (figure, error) {
 	fig := figure{ID: "machine", Title: "The runner's machine",
-		Caption: "Once a second, from /proc/stat and /proc/pressure/cpu: the share of all CPUs' time spent running tasks (busy) and withheld by the hypervisor (steal), and the share of the second in which some runnable task waited for a CPU (wait)."}
+		Caption: "Once a second, from /proc/stat and /proc/pressure/cpu: the share of all CPUs' time spent running tasks (busy) and withheld by the hypervisor (steal), and the share of the second in which some runnable task waited for a CPU (wait); from the runner's own threads' schedstat, the share of the CPU time the runner wanted that it waited for (runner waiting)."}
 	p := timePlot("percent (see the caption)", o, end)
-	var busy, steal, wait plotter.XYs
+	var busy, steal, wait, runner plotter.XYs
 	if r.Machine != nil {
 		for _, pt := range r.Machine.Points {
 			busy = append(busy, plotter.XY{X: pt.AtMS / 1000, Y: 100 * pt.BusyShare})
@@ -450,11 +456,18 @@ func machineFigure(r *results.Results, o overlay, end float64) (figure, error) {
 			}
 		}
 	}
+	if r.Runner != nil {
+		for _, pt := range r.Runner.Points {
+			if w := pt.CPUWaitPercent; w != nil && *w+pt.CPUPercent > 0 {
+				runner = append(runner, plotter.XY{X: pt.AtMS / 1000, Y: 100 * *w / (*w + pt.CPUPercent)})
+			}
+		}
+	}
 	lines := []struct {
 		label  string
 		xys    plotter.XYs
 		dashed bool
-	}{{"busy", busy, false}, {"steal", steal, false}, {"wait", wait, true}}
+	}{{"busy", busy, false}, {"steal", steal, false}, {"wait", wait, true}, {"runner waiting", runner, true}}
 	for i, l := range lines {
 		if len(l.xys) == 0 {
 			continue
@@ -484,20 +497,30 @@ func onePanel(p *plot.Plot, h vg.Length, label string) ([]panel, error) {
 
 // nodeSegments splits a node's samples where its process changed or
 // samples are missing (the node was down), so a restart shows as a gap.
-func nodeSegments(points []results.ResourcePoint) (cpu, rss []plotter.XYs) {
-	var c, r plotter.XYs
+// The wait for a CPU is split also where a second has none.
+func nodeSegments(points []results.ResourcePoint) (cpu, rss, wait []plotter.XYs) {
+	var c, r, w plotter.XYs
 	for i, pt := range points {
 		if i > 0 && (pt.PID != points[i-1].PID || pt.AtMS-points[i-1].AtMS > 2500) {
 			cpu, rss = append(cpu, c), append(rss, r)
 			c, r = nil, nil
 		}
+		if (i > 0 && (pt.PID != points[i-1].PID || pt.AtMS-points[i-1].AtMS > 2500) || pt.CPUWaitPercent == nil) && len(w) > 0 {
+			wait, w = append(wait, w), nil
+		}
 		c = append(c, plotter.XY{X: pt.AtMS / 1000, Y: pt.CPUPercent})
 		r = append(r, plotter.XY{X: pt.AtMS / 1000, Y: float64(pt.RSSBytes) / (1 << 20)})
+		if pt.CPUWaitPercent != nil {
+			w = append(w, plotter.XY{X: pt.AtMS / 1000, Y: *pt.CPUWaitPercent})
+		}
 	}
 	if len(c) > 0 {
 		cpu, rss = append(cpu, c), append(rss, r)
 	}
-	return cpu, rss
+	if len(w) > 0 {
+		wait = append(wait, w)
+	}
+	return cpu, rss, wait
 }
 
 // writtenFigure draws the bytes each node caused to be written over the

@@ -259,7 +259,8 @@ func TestWriteSampleContents(t *testing.T) {
 			"latency":  {"kv put p99", "kv put p50"},
 			"spectrum": {"steady", "failover"},
 			"errors":   {"unavailable"},
-			"cpu":      {"n1", "n2", "n3"},
+			"cpu":      {"n1", "n2", "n3", "n1 waiting", "n2 waiting"},
+			"machine":  {"busy", "steal", "wait", "runner waiting"},
 		} {
 			key := textOf(find(byID(doc, id), func(n *xhtml.Node) bool { return n.Data == "ul" && attr(n, "class") == "key" }))
 			for _, w := range want {
@@ -267,6 +268,10 @@ func TestWriteSampleContents(t *testing.T) {
 					t.Errorf("%s key lacks %q: %q", id, w, key)
 				}
 			}
+		}
+		// A node without a wait figure gets no dashed line.
+		if key := textOf(find(byID(doc, "cpu"), func(n *xhtml.Node) bool { return n.Data == "ul" && attr(n, "class") == "key" })); strings.Contains(key, "n3 waiting") {
+			t.Errorf("cpu key has n3 waiting, which has no wait figure: %q", key)
 		}
 	})
 }

@@ -90,9 +90,17 @@ func sample() *results.Results {
 			if node == "n1" && k >= 9 {
 				pid = 200
 			}
-			n.Points = append(n.Points, results.ResourcePoint{AtMS: float64(k)*1000 + 20, PID: pid, CPUPercent: 10 + float64(k), RSSBytes: int64(40+k) << 20})
+			pt := results.ResourcePoint{AtMS: float64(k)*1000 + 20, PID: pid, CPUPercent: 10 + float64(k), RSSBytes: int64(40+k) << 20}
+			if node != "n3" { // n3's kernel keeps no schedstat
+				pt.CPUWaitPercent = f64(1 + float64(k%3))
+			}
+			n.Points = append(n.Points, pt)
 		}
 		r.Resources = append(r.Resources, n)
+	}
+	r.Runner = &results.NodeResources{Node: results.RunnerNode}
+	for k := range 10 {
+		r.Runner.Points = append(r.Runner.Points, results.ResourcePoint{AtMS: float64(k)*1000 + 20, PID: 9, CPUPercent: 12, RSSBytes: 80 << 20, CPUWaitPercent: f64(float64(k % 4))})
 	}
 	r.Machine = &results.Machine{CPUs: 2}
 	for k := range 10 {

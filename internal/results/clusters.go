@@ -98,6 +98,10 @@ func combinePhase(names []string, ps []Phase) Phase {
 	// The clusters share the runner's machine and the phase's span, so
 	// each saw the same machine.
 	out := Phase{Name: ps[0].Name, StartMS: ps[0].StartMS, DurationMS: ps[0].DurationMS, Machine: ps[0].Machine}
+	// So does the runner's process.
+	if r, ok := ps[0].Resources[RunnerNode]; ok {
+		out.Resources = map[string]ResourceSummary{RunnerNode: r}
+	}
 	out.Total.ErrorsBy = map[string]int64{}
 	for i, p := range ps {
 		out.Workloads = append(out.Workloads, p.Workloads...)

@@ -15,7 +15,8 @@ func oneCluster(store, w string, count int64, p99 float64, lin *bool, lost *int6
 		Latency: &Latency{P99MS: p99}}
 	ph := Phase{Name: "p", DurationMS: 10000, Total: op, Ops: []OpStats{op}, Availability: f64p(0.99), Elections: 1,
 		Workloads: []WorkloadStats{{Name: w, Total: op, Ops: []OpStats{op}, Availability: f64p(0.99)}},
-		Failovers: []Failover{{FaultID: "p/cut", Kind: "partition", Targets: []string{w + "-n2"}}}}
+		Failovers: []Failover{{FaultID: "p/cut", Kind: "partition", Targets: []string{w + "-n2"}}},
+		Resources: map[string]ResourceSummary{RunnerNode: {Samples: 10, CPUMeanPercent: 30, CPUWaitMeanPercent: f64p(10)}}}
 	return &Results{
 		Scenario: "s", RunID: "r1", DurationMS: 10000,
 		Phases: []Phase{ph}, Run: ph,
@@ -78,6 +79,8 @@ func TestCombine(t *testing.T) {
 				"cluster.zk.phase.p.elections":      1,
 				"phase.p.workload.z.put.p99":        9,
 				"cluster.etcd.phase.p.availability": 0.99,
+				// One runner serves every cluster.
+				"phase.p.runner_wait_share": 0.25,
 			} {
 				if got, ok := m[path].(float64); !ok || got != want {
 					t.Errorf("%s = %v, want %v", path, m[path], want)

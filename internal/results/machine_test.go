@@ -75,3 +75,51 @@ func TestMachineMetricsAndSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestRunnerWait checks the runner's own wait for a CPU: summarized from
+// the points that have it, as a share of the CPU time it wanted in the
+// metrics and the summary, and absent where it is unknown.
+func TestRunnerWait(t *testing.T) {
+	points := []ResourcePoint{
+		{AtMS: 1000, CPUPercent: 20, CPUWaitPercent: Ptr(4.0)},
+		{AtMS: 2000, CPUPercent: 40},
+		{AtMS: 3000, CPUPercent: 30, CPUWaitPercent: Ptr(6.0)},
+		{AtMS: 4000, CPUPercent: 10, CPUWaitPercent: Ptr(50.0)}, // after the window
+	}
+	s := SummarizeResources(points, 0, 3000)
+	if s.CPUWaitMeanPercent == nil || *s.CPUWaitMeanPercent != 5 || s.CPUMeanPercent != 30 {
+		t.Fatalf("summary %+v, want wait 5%% (of the two points with one), CPU 30%%", s)
+	}
+	if w := s.WaitShare(); w == nil || *w != RoundShare(5.0/35) {
+		t.Errorf("WaitShare = %v, want %v", w, RoundShare(5.0/35))
+	}
+	if w := SummarizeResources(points[1:2], 0, 3000).WaitShare(); w != nil {
+		t.Errorf("WaitShare without a wait figure = %v, want nil", *w)
+	}
+	if w := (ResourceSummary{CPUWaitMeanPercent: Ptr(0.0)}).WaitShare(); w != nil {
+		t.Errorf("WaitShare of a process that neither ran nor waited = %v, want nil", *w)
+	}
+
+	r := sample()
+	r.Phases[0].Resources = map[string]ResourceSummary{RunnerNode: s}
+	r.Phases[1].Resources = map[string]ResourceSummary{RunnerNode: {Samples: 3, CPUMeanPercent: 12}}
+	m := r.Metrics()
+	if got, ok := m["phase.steady.runner_wait_share"].(float64); !ok || got != RoundShare(5.0/35) {
+		t.Errorf("phase.steady.runner_wait_share = %v, want %v", m["phase.steady.runner_wait_share"], RoundShare(5.0/35))
+	}
+	if v, ok := m["phase.failover.runner_wait_share"]; ok {
+		t.Errorf("phase.failover.runner_wait_share = %v, want absent (no wait figure)", v)
+	}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"runner CPU 30% of a core, 0 MiB, waiting for a CPU 14% of the time it wanted one",
+		"runner CPU 12% of a core, 0 MiB, new leader",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

@@ -150,6 +150,9 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 		m[scope+"."+plan.MetricStealShare] = mc.StealMeanShare
 		setOpt(m, scope+"."+plan.MetricCPUWait, mc.WaitMeanShare)
 	}
+	if r, ok := p.Resources[RunnerNode]; ok {
+		setOpt(m, scope+"."+plan.MetricRunnerWait, r.WaitShare())
+	}
 }
 
 func addOp(m map[string]any, prefix string, s *OpStats) {

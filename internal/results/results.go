@@ -457,6 +457,12 @@ type ResourcePoint struct {
 	CPUPercent float64 `json:"cpu_percent"`
 	// RSSBytes is the resident set size.
 	RSSBytes int64 `json:"rss_bytes"`
+	// CPUWaitPercent is the time the process's threads were runnable but
+	// waited for a CPU, summed over them, over wall time since the previous
+	// sample, in percent of one core: CPU the process wanted and did not
+	// get. Absent where the kernel keeps no schedstat, and for a second in
+	// which a thread exited (its wait leaves the sum).
+	CPUWaitPercent *float64 `json:"cpu_wait_percent,omitempty"`
 	// WrittenBytes is the bytes the node's processes caused to be written to
 	// storage since the run began, summed over restarts; absent when
 	// /proc/PID/io was unreadable.
@@ -470,6 +476,8 @@ type ResourcePoint struct {
 func SummarizeResources(points []ResourcePoint, fromMS, toMS float64) ResourceSummary {
 	var s ResourceSummary
 	var before, first, last *int64
+	var waitSum float64
+	var waits int
 	for _, p := range points {
 		switch {
 		case p.AtMS <= fromMS:
@@ -481,6 +489,10 @@ func SummarizeResources(points []ResourcePoint, fromMS, toMS float64) ResourceSu
 		s.Samples++
 		s.CPUMeanPercent += p.CPUPercent
 		s.CPUMaxPercent = max(s.CPUMaxPercent, p.CPUPercent)
+		if p.CPUWaitPercent != nil {
+			waitSum += *p.CPUWaitPercent
+			waits++
+		}
 		s.RSSMaxBytes = max(s.RSSMaxBytes, p.RSSBytes)
 		if first == nil {
 			first = p.WrittenBytes
@@ -489,6 +501,9 @@ func SummarizeResources(points []ResourcePoint, fromMS, toMS float64) ResourceSu
 	}
 	if s.Samples > 0 {
 		s.CPUMeanPercent = math.Round(s.CPUMeanPercent/float64(s.Samples)*100) / 100
+	}
+	if waits > 0 {
+		s.CPUWaitMeanPercent = Ptr(math.Round(waitSum/float64(waits)*100) / 100)
 	}
 	if before == nil {
 		before = first
@@ -509,9 +524,26 @@ type ResourceSummary struct {
 	CPUMaxPercent float64 `json:"cpu_max_percent"`
 	// RSSMaxBytes is the largest RSSBytes.
 	RSSMaxBytes int64 `json:"rss_max_bytes"`
+	// CPUWaitMeanPercent is the mean of the points' CPUWaitPercent, over
+	// the points that have one; absent when none has.
+	CPUWaitMeanPercent *float64 `json:"cpu_wait_mean_percent,omitempty"`
 	// WrittenBytes is the total written over the run; null when it could not
 	// be read.
 	WrittenBytes *int64 `json:"written_bytes"`
+}
+
+// WaitShare is the share of the time the process wanted a CPU that it
+// waited for one: CPUWaitMeanPercent over itself plus CPUMeanPercent. Nil
+// without a wait figure, or when the process neither ran nor waited.
+func (s ResourceSummary) WaitShare() *float64 {
+	if s.CPUWaitMeanPercent == nil {
+		return nil
+	}
+	wanted := *s.CPUWaitMeanPercent + s.CPUMeanPercent
+	if wanted <= 0 {
+		return nil
+	}
+	return Ptr(RoundShare(*s.CPUWaitMeanPercent / wanted))
 }
 
 // Correctness is the verdict of the history checker run after the load.

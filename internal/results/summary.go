@@ -193,7 +193,11 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		parts = append(parts, floor)
 	}
 	if r, ok := p.Resources[RunnerNode]; ok {
-		parts = append(parts, fmt.Sprintf("runner CPU %.0f%% of a core, %.0f MiB", r.CPUMeanPercent, float64(r.RSSMaxBytes)/(1<<20)))
+		runner := fmt.Sprintf("runner CPU %.0f%% of a core, %.0f MiB", r.CPUMeanPercent, float64(r.RSSMaxBytes)/(1<<20))
+		if w := r.WaitShare(); w != nil {
+			runner += fmt.Sprintf(", waiting for a CPU %.2g%% of the time it wanted one", 100**w)
+		}
+		parts = append(parts, runner)
 	}
 	if m := p.Machine; m != nil {
 		machine := fmt.Sprintf("machine CPUs %.0f%% busy, %.2g%% stolen", 100*m.BusyMeanShare, 100*m.StealMeanShare)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coordlab/scenario/internal/proc"
@@ -18,24 +19,73 @@ import (
 // in, under procRoot and cgroupRoot ("/proc", "/sys/fs/cgroup"): cgroup v1's
 // cpuacct, memory and blkio controllers where they are mounted, else the
 // unified (v2) hierarchy. A container's processes share its groups, so this
-// is the whole container's use.
-func cgroupUsage(procRoot, cgroupRoot string, pid int) (Usage, error) {
+// is the whole container's use. Its threads' wait for a CPU is read through
+// waits, which keeps their files open from one sample to the next.
+func cgroupUsage(procRoot, cgroupRoot string, pid int, waits *threadWaits) (Usage, error) {
 	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
 	if err != nil {
 		return Usage{}, err
 	}
 	groups := proc.ParseCgroups(b)
+	var u Usage
+	var threads string // the file listing the group's threads
 	if p, ok := groups["cpuacct"]; ok {
-		return v1Usage(cgroupRoot, groups, p)
+		u, err = v1Usage(cgroupRoot, groups, p)
+		threads = filepath.Join(cgroupRoot, "cpuacct", p, "tasks")
+	} else if p, ok := groups[""]; ok {
+		u, err = v2Usage(filepath.Join(cgroupRoot, p))
+		threads = filepath.Join(cgroupRoot, p, "cgroup.threads")
+	} else {
+		return Usage{}, fmt.Errorf("process %d is in no cpuacct or unified control group", pid)
 	}
-	if p, ok := groups[""]; ok {
-		return v2Usage(filepath.Join(cgroupRoot, p))
+	if err != nil {
+		return u, err
 	}
-	return Usage{}, fmt.Errorf("process %d is in no cpuacct or unified control group", pid)
+	u.Wait = waits.read(procRoot, threads)
+	return u, nil
+}
+
+// threadWaits reads the summed wait for a CPU of the threads a control
+// group lists, keeping their files open between reads (see
+// proc.ThreadReader). The group's own CPU pressure file would say what
+// share of the time any of them waited, a different figure from the
+// process nodes' sum over threads, so it is not used. Safe for concurrent
+// use; the zero value is ready.
+type threadWaits struct {
+	mu   sync.Mutex
+	list string
+	r    *proc.ThreadReader
+}
+
+// read returns the wait of the threads listed in the file list; -1 when
+// it cannot be read.
+func (w *threadWaits) read(procRoot, list string) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.r == nil || w.list != list {
+		if w.r != nil {
+			w.r.Close()
+		}
+		w.r, w.list = proc.NewListedThreadReader(procRoot, list), list
+	}
+	ss, err := w.r.Read()
+	if err != nil {
+		return -1
+	}
+	return ss.Wait
+}
+
+// Close closes the files held; a later read opens them again.
+func (w *threadWaits) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.r != nil {
+		w.r.Close()
+	}
 }
 
 func v1Usage(root string, groups map[string]string, cpuPath string) (Usage, error) {
-	u := Usage{Written: -1}
+	u := Usage{Written: -1, Wait: -1}
 	ns, err := readInt(filepath.Join(root, "cpuacct", cpuPath, "cpuacct.usage"))
 	if err != nil {
 		return u, err
@@ -65,7 +115,7 @@ func v1Usage(root string, groups map[string]string, cpuPath string) (Usage, erro
 }
 
 func v2Usage(dir string) (Usage, error) {
-	u := Usage{Written: -1}
+	u := Usage{Written: -1, Wait: -1}
 	usec, ok := statValue(filepath.Join(dir, "cpu.stat"), "usage_usec")
 	if !ok {
 		return u, fmt.Errorf("%s: no usage_usec", filepath.Join(dir, "cpu.stat"))

@@ -38,8 +38,11 @@ func TestCgroupUsage(t *testing.T) {
 				"cg/memory" + id + "/memory.usage_in_bytes":                    "10485760\n",
 				"cg/memory" + id + "/memory.stat":                              "cache 3000000\ntotal_cache 3000000\ntotal_inactive_file 2097152\n",
 				"cg/blkio" + id + "/blkio.throttle.io_service_bytes_recursive": "8:0 Read 100\n8:0 Write 4096\n8:16 Write 1000\n8:0 Total 4196\nTotal 5196\n",
+				"cg/cpuacct" + id + "/tasks":                                   "7\n8\n9\n", // 9 has exited
+				"proc/7/schedstat":                                             "1000 300 2\n",
+				"proc/8/schedstat":                                             "1000 45 2\n",
 			},
-			want: Usage{CPU: 1500 * time.Millisecond, RSS: 8388608, Written: 5096},
+			want: Usage{CPU: 1500 * time.Millisecond, RSS: 8388608, Written: 5096, Wait: 345},
 		},
 		{
 			name: "cgroup v1 with cpu and cpuacct joined and no blkio",
@@ -48,7 +51,7 @@ func TestCgroupUsage(t *testing.T) {
 				"cg/cpuacct" + id + "/cpuacct.usage":        "42\n",
 				"cg/memory" + id + "/memory.usage_in_bytes": "4096\n",
 			},
-			want: Usage{CPU: 42, RSS: 4096, Written: -1},
+			want: Usage{CPU: 42, RSS: 4096, Written: -1, Wait: -1}, // no tasks file
 		},
 		{
 			name: "cgroup v2",
@@ -58,15 +61,20 @@ func TestCgroupUsage(t *testing.T) {
 				"cg/system.slice/docker-abc.scope/memory.current": "8192\n",
 				"cg/system.slice/docker-abc.scope/memory.stat":    "anon 4096\ninactive_file 1024\n",
 				"cg/system.slice/docker-abc.scope/io.stat":        "8:0 rbytes=10 wbytes=300 rios=1 wios=2\n8:16 rbytes=0 wbytes=700\n",
+				"cg/system.slice/docker-abc.scope/cgroup.threads": "7\n12\n",
+				"proc/7/schedstat":  "5 2000000 1\n",
+				"proc/12/schedstat": "5 500000 1\n",
 			},
-			want: Usage{CPU: 2500 * time.Millisecond, RSS: 7168, Written: 1000},
+			want: Usage{CPU: 2500 * time.Millisecond, RSS: 7168, Written: 1000, Wait: 2500 * time.Microsecond},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			writeFiles(t, root, tt.files)
-			got, err := cgroupUsage(filepath.Join(root, "proc"), filepath.Join(root, "cg"), 7)
+			var waits threadWaits
+			defer waits.Close()
+			got, err := cgroupUsage(filepath.Join(root, "proc"), filepath.Join(root, "cg"), 7, &waits)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +83,7 @@ func TestCgroupUsage(t *testing.T) {
 			}
 		})
 	}
-	if _, err := cgroupUsage(t.TempDir(), t.TempDir(), 7); err == nil {
+	if _, err := cgroupUsage(t.TempDir(), t.TempDir(), 7, &threadWaits{}); err == nil {
 		t.Error("no error for a process that is gone")
 	}
 }

@@ -109,6 +109,7 @@ type Node struct {
 	exited   chan struct{} // closed when the current run of the container ends
 	last     *Exit
 	bg       sync.WaitGroup // log followers and exit waiters
+	waits    threadWaits    // the store's threads' CPU wait, read by Usage
 }
 
 // Exit describes how the store's container last ended.
@@ -553,6 +554,7 @@ type Usage struct {
 	CPU     time.Duration // user and system time of every process in it
 	RSS     int64         // memory in use, inactive page cache excluded
 	Written int64         // bytes written to block devices, -1 if unknown
+	Wait    time.Duration // its threads' time runnable but waiting for a CPU, -1 if unknown
 }
 
 // Usage reads the store container's resource use from its control groups,
@@ -565,7 +567,7 @@ func (n *Node) Usage() (Usage, error) {
 	if pid == 0 {
 		return Usage{}, ErrNotRunning
 	}
-	u, err := cgroupUsage("/proc", "/sys/fs/cgroup", pid)
+	u, err := cgroupUsage("/proc", "/sys/fs/cgroup", pid, &n.waits)
 	if err != nil {
 		return Usage{}, fmt.Errorf("resource use of node %s: %w", n.name, err)
 	}
@@ -596,6 +598,7 @@ func (n *Node) remove(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("remove container %s of node %s: %w", shortID(id), n.name, err))
 		}
 	}
+	n.waits.Close()
 	done := make(chan struct{})
 	go func() {
 		n.bg.Wait()

@@ -175,6 +175,8 @@ func (c *Collector) SetSource(node string, id int, read func() (Usage, error)) {
 // Run merges the sinks, seals finished seconds and samples node resources
 // once a second until ctx is done. Call Flush after it returns.
 func (c *Collector) Run(ctx context.Context) {
+	defer c.resources.Close()
+	defer c.self.Close()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -595,6 +596,15 @@ func TestPhaseResources(t *testing.T) {
 	}
 	if _, ok := r.Metrics()["phase.b.steal_share"]; !ok {
 		t.Error("no phase.b.steal_share metric")
+	}
+	// The runner's own wait for a CPU, from this kernel's schedstat.
+	if _, err := os.Stat("/proc/self/schedstat"); err == nil {
+		if w := b[results.RunnerNode].WaitShare(); w == nil || *w < 0 || *w > 1 {
+			t.Errorf("runner in phase b: wait share %v, want a share in [0, 1]", w)
+		}
+		if _, ok := r.Metrics()["run.runner_wait_share"]; !ok {
+			t.Error("no run.runner_wait_share metric")
+		}
 	}
 }
 

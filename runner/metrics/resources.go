@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coordlab/scenario/internal/proc"
 	"github.com/coordlab/scenario/internal/results"
 )
 
@@ -37,15 +38,17 @@ type ResourceSampler struct {
 }
 
 type nodeSampler struct {
-	pid  int                   // or another id of what is sampled; 0 for nothing
-	read func() (Usage, error) // reads pid's usage
+	pid   int                   // or another id of what is sampled; 0 for nothing
+	read  func() (Usage, error) // reads pid's usage
+	close func()                // releases what read keeps open; nil for nothing
 
 	// The previous sample of the current PID, the baseline for deltas.
 	havePrev    bool
 	prevAt      time.Duration
 	prevCPU     time.Duration
-	prevWritten int64 // -1 when unreadable
-	written     int64 // summed over PIDs
+	prevWritten int64         // -1 when unreadable
+	prevWait    time.Duration // -1 when unreadable
+	written     int64         // summed over PIDs
 	writtenOK   bool
 	hadPID      bool // a process was named before: later ones started mid-run
 	fresh       bool // the current process started during the run
@@ -68,13 +71,31 @@ func NewResourceSampler(base time.Time) *ResourceSampler {
 // again from the new process's second sample; everything a replacement
 // process writes counts, since it started during the run.
 func (r *ResourceSampler) SetPID(node string, pid int) {
-	r.SetSource(node, pid, func() (Usage, error) { return r.read(pid) })
+	threads := proc.NewThreadReader(r.procRoot, pid)
+	r.setSource(node, pid, func() (Usage, error) { return readProc(r.procRoot, pid, r.pageSize, threads) }, threads.Close)
 }
 
 // SetSource is SetPID for a node whose usage is read by read rather than
 // from /proc, such as a container's from its engine's stats; id changes
 // when the node restarts (its pid will do) and is 0 while it is down.
 func (r *ResourceSampler) SetSource(node string, id int, read func() (Usage, error)) {
+	r.setSource(node, id, read, nil)
+}
+
+// Close releases the files the sampler keeps open between samples (each
+// process's threads'); a later sample opens them again. The Run methods
+// close the sampler when they return.
+func (r *ResourceSampler) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.nodes {
+		if n.close != nil {
+			n.close()
+		}
+	}
+}
+
+func (r *ResourceSampler) setSource(node string, id int, read func() (Usage, error), closeRead func()) {
 	pid := id
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -89,8 +110,11 @@ func (r *ResourceSampler) SetSource(node string, id int, read func() (Usage, err
 		// written belongs to the run; the first one's history does not.
 		n.fresh = pid != 0 && n.hadPID
 		n.hadPID = n.hadPID || pid != 0
+		if n.close != nil {
+			n.close()
+		}
 		n.pid = pid
-		n.read = read
+		n.read, n.close = read, closeRead
 		n.havePrev = false
 	}
 }
@@ -98,6 +122,7 @@ func (r *ResourceSampler) SetSource(node string, id int, read func() (Usage, err
 // Run samples every node once a second until ctx is done. A Collector's
 // Run already does this for the collector's own sampler.
 func (r *ResourceSampler) Run(ctx context.Context) {
+	defer r.Close()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -144,9 +169,14 @@ func (r *ResourceSampler) SampleAt(at time.Duration) {
 			if n.writtenOK {
 				p.WrittenBytes = results.Ptr(n.written)
 			}
+			// A thread's wait leaves the sum when it exits, so a second
+			// in which the sum fell is not known.
+			if st.Wait >= 0 && n.prevWait >= 0 && st.Wait >= n.prevWait {
+				p.CPUWaitPercent = results.Ptr(round2((st.Wait - n.prevWait).Seconds() / (at - n.prevAt).Seconds() * 100))
+			}
 			n.points = append(n.points, p)
 		}
-		n.havePrev, n.prevAt, n.prevCPU, n.prevWritten = true, at, st.CPU, st.Written
+		n.havePrev, n.prevAt, n.prevCPU, n.prevWritten, n.prevWait = true, at, st.CPU, st.Written, st.Wait
 	}
 }
 
@@ -176,18 +206,21 @@ type Usage struct {
 	CPU     time.Duration `json:"cpu"`     // user and system time
 	RSS     int64         `json:"rss"`     // resident memory, bytes
 	Written int64         `json:"written"` // bytes written to storage, -1 when unknown
+	// Wait is the time its threads were runnable but waited for a CPU,
+	// summed over them; -1 when unknown.
+	Wait time.Duration `json:"wait"`
 }
-
-func (r *ResourceSampler) read(pid int) (Usage, error) { return readProc(r.procRoot, pid, r.pageSize) }
 
 // ReadProcess reads one process's usage from /proc, as the sampler does
 // for a node that is a process: for an agent that samples a store where it
 // runs (in its pod) and reports to the runner.
-func ReadProcess(pid int) (Usage, error) { return readProc("/proc", pid, int64(os.Getpagesize())) }
+func ReadProcess(pid int) (Usage, error) { return readProc("/proc", pid, int64(os.Getpagesize()), nil) }
 
-func readProc(procRoot string, pid int, pageSize int64) (Usage, error) {
+// readProc reads process pid's usage; its threads' wait through threads,
+// which keeps their files open between samples, or once when it is nil.
+func readProc(procRoot string, pid int, pageSize int64, threads *proc.ThreadReader) (Usage, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	st := Usage{Written: -1}
+	st := Usage{Written: -1, Wait: -1}
 	b, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
 		return st, fmt.Errorf("sample pid %d: %w", pid, err)
@@ -214,6 +247,17 @@ func readProc(procRoot string, pid int, pageSize int64) (Usage, error) {
 	// writes are simply not reported.
 	if b, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
 		st.Written = parseWriteBytes(b)
+	}
+	// Without schedstat (a kernel built without CONFIG_SCHED_INFO) the wait
+	// is simply not reported.
+	var ss proc.Schedstat
+	if threads != nil {
+		ss, err = threads.Read()
+	} else {
+		ss, err = proc.ProcessSchedstat(procRoot, pid)
+	}
+	if err == nil {
+		st.Wait = ss.Wait
 	}
 	return st, nil
 }

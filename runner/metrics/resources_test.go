@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordlab/scenario/internal/proc"
 )
 
 // fakeProc writes the three files the sampler reads for one PID.
@@ -90,6 +94,78 @@ func TestResourceSampler(t *testing.T) {
 	}
 }
 
+// fakeSchedstat writes one schedstat per thread of pid, run and wait in ns.
+func fakeSchedstat(t *testing.T, root string, pid int, threads map[int][2]int64) {
+	t.Helper()
+	for tid, rw := range threads {
+		dir := filepath.Join(root, strconv.Itoa(pid), "task", strconv.Itoa(tid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "schedstat"), fmt.Appendf(nil, "%d %d 7\n", rw[0], rw[1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestResourceSamplerWait checks the threads' wait for a CPU, summed over
+// them, as a percent of a core per second; unknown when the sum fell (a
+// thread exited) or there is no schedstat.
+func TestResourceSamplerWait(t *testing.T) {
+	root := t.TempDir()
+	r := NewResourceSampler(time.Now())
+	r.procRoot = root
+	r.SetPID("n1", 100)
+	r.SetPID("n2", 200) // no schedstat
+	fakeProc(t, root, 100, 0, 0, 1, -1)
+	fakeProc(t, root, 200, 0, 0, 1, -1)
+	fakeSchedstat(t, root, 100, map[int][2]int64{100: {1e9, 10e6}, 101: {5e8, 20e6}})
+	r.SampleAt(1 * s)
+	// 60 ms more waited over two threads in 1 s: 6% of a core.
+	fakeSchedstat(t, root, 100, map[int][2]int64{100: {1e9, 50e6}, 101: {5e8, 40e6}})
+	r.SampleAt(2 * s)
+	// Thread 101 exits: the sum falls, so this second's wait is unknown.
+	if err := os.RemoveAll(filepath.Join(root, "100", "task", "101")); err != nil {
+		t.Fatal(err)
+	}
+	fakeSchedstat(t, root, 100, map[int][2]int64{100: {1e9, 60e6}})
+	r.SampleAt(3 * s)
+	// 40 ms in 2 s: 2%.
+	fakeSchedstat(t, root, 100, map[int][2]int64{100: {1e9, 100e6}})
+	r.SampleAt(5 * s)
+
+	nodes := r.Nodes()
+	n1, n2 := nodes[0], nodes[1]
+	want := []*float64{new(6.0), nil, new(2.0)}
+	if len(n1.Points) != len(want) {
+		t.Fatalf("n1 points %+v, want %d", n1.Points, len(want))
+	}
+	for i, w := range want {
+		got := n1.Points[i].CPUWaitPercent
+		if (got == nil) != (w == nil) || (got != nil && *got != *w) {
+			t.Errorf("n1 point %d wait %v, want %v", i, fmtPtr(got), fmtPtr(w))
+		}
+	}
+	if m := n1.Summary.CPUWaitMeanPercent; m == nil || *m != 4 {
+		t.Errorf("n1 mean wait %v, want 4", fmtPtr(m))
+	}
+	for _, p := range n2.Points {
+		if p.CPUWaitPercent != nil {
+			t.Errorf("n2, with no schedstat, has a wait: %+v", p)
+		}
+	}
+	if n2.Summary.CPUWaitMeanPercent != nil {
+		t.Errorf("n2 summary has a wait: %v", *n2.Summary.CPUWaitMeanPercent)
+	}
+}
+
+func fmtPtr(p *float64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
+}
+
 func TestResourceSamplerGoneProcess(t *testing.T) {
 	r := NewResourceSampler(time.Now())
 	r.procRoot = t.TempDir()
@@ -120,4 +196,74 @@ func TestResourceSamplerSelf(t *testing.T) {
 	if len(n.Points) != 1 || n.Points[0].RSSBytes <= 0 {
 		t.Fatalf("self sample %+v", n)
 	}
+	if _, err := os.Stat("/proc/self/schedstat"); err == nil && n.Points[0].CPUWaitPercent == nil {
+		t.Errorf("self sample has no CPU wait, though this kernel keeps schedstat: %+v", n.Points[0])
+	}
+}
+
+// BenchmarkReadProcess measures one node's sample as the sampler takes it
+// each second, of this process grown by 24 threads to about an etcd
+// member's count, against its reference, the same sample without the
+// threads' schedstat: the difference is what the wait costs the
+// collector's tick. "usage-by-path" opens each thread's file by path every
+// time, as a first version did.
+func BenchmarkReadProcess(b *testing.B) {
+	const extra = 24
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range extra {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			<-stop
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	pid, page := os.Getpid(), int64(os.Getpagesize())
+	threads := proc.NewThreadReader("/proc", pid)
+	defer threads.Close()
+	b.Run("usage", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readProc("/proc", pid, page, threads); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("usage-by-path", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readProc("/proc", pid, page, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reference", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readProcNoWait(pid, page); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// readProcNoWait is readProc without the threads' schedstat.
+func readProcNoWait(pid int, page int64) (Usage, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	st := Usage{Written: -1, Wait: -1}
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return st, err
+	}
+	ticks, err := parseStatTicks(b)
+	if err != nil {
+		return st, err
+	}
+	st.CPU = time.Duration(ticks) * time.Second / clockTicks
+	if b, err = os.ReadFile(filepath.Join(dir, "statm")); err != nil {
+		return st, err
+	}
+	st.RSS = int64(len(b)) * page
+	if b, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
+		st.Written = parseWriteBytes(b)
+	}
+	return st, nil
 }

@@ -123,9 +123,10 @@ func (c *Collector) Snapshot() *results.Results {
 	if own := c.self.Nodes(); len(own) == 1 && own[0].Summary.Samples > 0 {
 		r.Runner = &own[0]
 	}
-	for i := range r.Phases {
-		r.Phases[i].Resources = phaseResources(r.Resources, r.Runner, c.phases[i])
+	for i, span := range c.phases {
+		r.Phases[i].Resources = phaseResources(r.Resources, r.Runner, results.MS(span.Start.D()), results.MS(span.End().D()))
 	}
+	r.Run.Resources = phaseResources(r.Resources, r.Runner, results.MS(c.runStart()), results.MS(c.runEnd()))
 	if r.Machine = c.machine.Result(); r.Machine != nil {
 		for i, span := range c.phases {
 			r.Phases[i].Machine = results.SummarizeMachine(r.Machine.Points, results.MS(span.Start.D()), results.MS(span.End().D()))
@@ -138,9 +139,8 @@ func (c *Collector) Snapshot() *results.Results {
 }
 
 // phaseResources condenses each node's samples, and the runner's, over
-// one phase; nil when none was taken in it.
-func phaseResources(nodes []results.NodeResources, runner *results.NodeResources, span plan.PhaseSpan) map[string]results.ResourceSummary {
-	from, to := results.MS(span.Start.D()), results.MS(span.End().D())
+// (from, to] ms, a phase or the run; nil when none was taken in it.
+func phaseResources(nodes []results.NodeResources, runner *results.NodeResources, from, to float64) map[string]results.ResourceSummary {
 	if runner != nil {
 		nodes = append(slices.Clip(nodes), *runner)
 	}
