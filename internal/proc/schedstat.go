@@ -35,6 +35,18 @@ func ParseSchedstat(b []byte) (run, wait time.Duration, err error) {
 	return time.Duration(r), time.Duration(w), nil
 }
 
+// add adds one thread's schedstat b to the sum.
+func (s *Schedstat) add(b []byte) error {
+	run, wait, err := ParseSchedstat(b)
+	if err != nil {
+		return err
+	}
+	s.Run += run
+	s.Wait += wait
+	s.Threads++
+	return nil
+}
+
 // ProcessSchedstat sums the schedstat of every thread of process pid, read
 // under procRoot ("/proc"), once: a sampler that reads the same process
 // every second keeps a ThreadReader instead.

@@ -81,13 +81,9 @@ func (r *ThreadReader) Read() (Schedstat, error) {
 		if err != nil {
 			return Schedstat{}, fmt.Errorf("thread %d: read schedstat: %w", tid, err)
 		}
-		run, wait, err := ParseSchedstat(r.buf[:n])
-		if err != nil {
+		if err := s.add(r.buf[:n]); err != nil {
 			return Schedstat{}, fmt.Errorf("thread %d: %w", tid, err)
 		}
-		s.Run += run
-		s.Wait += wait
-		s.Threads++
 	}
 	if s.Threads == 0 {
 		return Schedstat{}, fmt.Errorf("no thread's schedstat under %s could be read", r.dir)

@@ -67,13 +67,9 @@ func ThreadsSchedstat(dir string, tids []int) (Schedstat, error) {
 		if err != nil {
 			return Schedstat{}, fmt.Errorf("thread %d: %w", tid, err)
 		}
-		run, wait, err := ParseSchedstat(b)
-		if err != nil {
+		if err := s.add(b); err != nil {
 			return Schedstat{}, fmt.Errorf("thread %d: %w", tid, err)
 		}
-		s.Run += run
-		s.Wait += wait
-		s.Threads++
 	}
 	if s.Threads == 0 {
 		return Schedstat{}, fmt.Errorf("no thread's schedstat under %s could be read", dir)
