@@ -25,6 +25,7 @@ import (
 
 	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/internal/netcut"
+	"github.com/coordlab/scenario/internal/proc"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 )
@@ -80,6 +81,9 @@ type Agent struct {
 	done     chan struct{} // closed when the current server exits
 	watchers map[chan Event]struct{}
 	disks    map[string]*faults.DiskWriters // by fault
+
+	usageMu sync.Mutex
+	threads *proc.ThreadReader // the server's threads, kept across usage samples
 }
 
 // New returns an agent whose server writes to out.
@@ -180,7 +184,15 @@ func (a *Agent) usage() Event {
 	if e.State != "running" && e.State != "paused" {
 		return Event{State: "error", Error: "usage: the server is not running"}
 	}
-	u, err := metrics.ReadProcess(e.PID)
+	a.usageMu.Lock()
+	defer a.usageMu.Unlock()
+	if a.threads == nil || a.threads.PID() != e.PID {
+		if a.threads != nil {
+			a.threads.Close()
+		}
+		a.threads = proc.NewThreadReader("/proc", e.PID)
+	}
+	u, err := metrics.ReadProcess(e.PID, a.threads)
 	if err != nil {
 		return Event{State: "error", Error: "usage: " + err.Error()}
 	}

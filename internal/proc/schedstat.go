@@ -35,8 +35,8 @@ func ParseSchedstat(b []byte) (run, wait time.Duration, err error) {
 	return time.Duration(r), time.Duration(w), nil
 }
 
-// add adds one thread's schedstat b to the sum.
-func (s *Schedstat) add(b []byte) error {
+// addThread adds one thread's schedstat b to the sum.
+func (s *Schedstat) addThread(b []byte) error {
 	run, wait, err := ParseSchedstat(b)
 	if err != nil {
 		return err
@@ -45,6 +45,13 @@ func (s *Schedstat) add(b []byte) error {
 	s.Wait += wait
 	s.Threads++
 	return nil
+}
+
+// add adds another sum to this one.
+func (s *Schedstat) add(o Schedstat) {
+	s.Run += o.Run
+	s.Wait += o.Wait
+	s.Threads += o.Threads
 }
 
 // ProcessSchedstat sums the schedstat of every thread of process pid, read

@@ -16,14 +16,24 @@ import (
 // opening /proc/PID/task/TID/schedstat by path each time cost about 25 µs a
 // thread (the lookup through /proc), a millisecond a second for an etcd
 // member, where reading an open one costs about 1.5 µs (BenchmarkReadProcess
-// in runner/metrics). A thread's counts leave the sum when it exits: the
-// kernel keeps no process-wide total of them. Not safe for concurrent use.
+// in runner/metrics).
+//
+// The kernel keeps no process-wide total of these counts: a thread's leave
+// /proc with it. So the reader keeps its own: each Read adds what every
+// thread it read before has grown by since, and the whole counts of threads
+// new since the last Read. An exited thread's counts stay in the total up
+// to its last Read; only what it did after that is lost. Not safe for
+// concurrent use.
 type ThreadReader struct {
+	pid     int    // 0 for a listed set
 	dir     string // procRoot/PID/task, or procRoot for a listed set
 	list    string // the file listing the threads; "" for dir's entries
 	dirFD   int    // -1 while closed
 	files   map[int]int
 	seen    map[int]bool
+	last    map[int]Schedstat // each thread's counts at the last Read
+	total   Schedstat
+	primed  bool // a Read has succeeded
 	dirents []byte
 	buf     []byte
 }
@@ -32,8 +42,8 @@ type ThreadReader struct {
 // ("/proc"). It opens what it reads on its first Read, and again after
 // Close.
 func NewThreadReader(procRoot string, pid int) *ThreadReader {
-	return &ThreadReader{dir: filepath.Join(procRoot, strconv.Itoa(pid), "task"), dirFD: -1,
-		files: map[int]int{}, seen: map[int]bool{}, dirents: make([]byte, 8192), buf: make([]byte, 128)}
+	return &ThreadReader{pid: pid, dir: filepath.Join(procRoot, strconv.Itoa(pid), "task"), dirFD: -1,
+		files: map[int]int{}, seen: map[int]bool{}, last: map[int]Schedstat{}, dirents: make([]byte, 8192), buf: make([]byte, 128)}
 }
 
 // NewListedThreadReader returns a reader of the threads listed in the file
@@ -45,9 +55,11 @@ func NewListedThreadReader(procRoot, list string) *ThreadReader {
 	return r
 }
 
-// Read lists the process's threads and sums their schedstat. A thread that
-// exited since it was listed is skipped; Read fails when no thread could be
-// read, or one could not for another reason.
+// Read lists the process's threads and returns the total: the summed
+// schedstat of its threads at the first Read, and what they and threads
+// started since have added (Threads is how many were read this time). A
+// thread that exited since it was listed is skipped; Read fails when no
+// thread could be read, or one could not for another reason.
 func (r *ThreadReader) Read() (Schedstat, error) {
 	if r.dirFD < 0 {
 		fd, err := unix.Open(r.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -59,7 +71,7 @@ func (r *ThreadReader) Read() (Schedstat, error) {
 	if err := r.listThreads(); err != nil {
 		return Schedstat{}, err
 	}
-	var s Schedstat
+	var now Schedstat // this Read's threads, summed
 	for tid := range r.seen {
 		fd, ok := r.files[tid]
 		if !ok {
@@ -75,20 +87,36 @@ func (r *ThreadReader) Read() (Schedstat, error) {
 		}
 		n, err := unix.Pread(fd, r.buf, 0)
 		if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
-			r.drop(tid)
+			r.forget(tid)
 			continue
 		}
 		if err != nil {
 			return Schedstat{}, fmt.Errorf("thread %d: read schedstat: %w", tid, err)
 		}
-		if err := s.add(r.buf[:n]); err != nil {
+		var cur Schedstat
+		if err := cur.addThread(r.buf[:n]); err != nil {
 			return Schedstat{}, fmt.Errorf("thread %d: %w", tid, err)
 		}
+		now.add(cur)
+		prev, known := r.last[tid]
+		switch {
+		case !r.primed:
+		case known && cur.Run >= prev.Run && cur.Wait >= prev.Wait:
+			r.total.Run += cur.Run - prev.Run
+			r.total.Wait += cur.Wait - prev.Wait
+		default: // started since the last Read (or its id was reused)
+			r.total.add(cur)
+		}
+		r.last[tid] = cur
 	}
-	if s.Threads == 0 {
+	if now.Threads == 0 {
 		return Schedstat{}, fmt.Errorf("no thread's schedstat under %s could be read", r.dir)
 	}
-	return s, nil
+	if !r.primed {
+		r.total, r.primed = now, true
+	}
+	r.total.Threads = now.Threads
+	return r.total, nil
 }
 
 // listThreads reads the thread ids, from the list file or the task
@@ -130,6 +158,11 @@ func (r *ThreadReader) listThreads() error {
 }
 
 func (r *ThreadReader) closeUnseen() {
+	for tid := range r.last {
+		if !r.seen[tid] {
+			r.forget(tid)
+		}
+	}
 	for tid := range r.files {
 		if !r.seen[tid] {
 			r.drop(tid)
@@ -144,7 +177,14 @@ func (r *ThreadReader) drop(tid int) {
 	}
 }
 
-// Close closes every file the reader holds; a later Read opens them again.
+// forget drops an exited thread: its file and its last counts.
+func (r *ThreadReader) forget(tid int) {
+	r.drop(tid)
+	delete(r.last, tid)
+}
+
+// Close closes every file the reader holds; a later Read opens them again
+// and carries on the same total.
 func (r *ThreadReader) Close() {
 	for tid := range r.files {
 		r.drop(tid)
@@ -154,3 +194,6 @@ func (r *ThreadReader) Close() {
 		r.dirFD = -1
 	}
 }
+
+// PID is the process whose threads are read; 0 for a listed set.
+func (r *ThreadReader) PID() int { return r.pid }

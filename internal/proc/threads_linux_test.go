@@ -20,8 +20,9 @@ func holds(r *ThreadReader, tid int) bool {
 }
 
 // TestThreadReader reads one fake process again and again as its threads
-// change: the files it keeps open show their new counts, an exited thread
-// leaves the sum and its file is closed, a new one joins.
+// change: the files it keeps open show their new counts, an exited
+// thread's file is closed but its counts stay in the total, a new one's
+// whole counts join it.
 func TestThreadReader(t *testing.T) {
 	root := t.TempDir()
 	fakeThreads(t, root, 40, map[int]string{40: "1000 200 3\n", 41: "500 50 2\n"})
@@ -38,9 +39,10 @@ func TestThreadReader(t *testing.T) {
 			if err := os.RemoveAll(filepath.Join(root, "40", "task", "41")); err != nil {
 				t.Fatal(err)
 			}
-		}, Schedstat{Run: 2000, Wait: 300, Threads: 1}},
-		{"a thread starts", func() { fakeThreads(t, root, 40, map[int]string{43: "10 1 1\n"}) }, Schedstat{Run: 2010, Wait: 301, Threads: 2}},
-		{"read again after Close", r.Close, Schedstat{Run: 2010, Wait: 301, Threads: 2}},
+		}, Schedstat{Run: 2600, Wait: 370, Threads: 1}},
+		{"a thread starts, the other grows", func() { fakeThreads(t, root, 40, map[int]string{40: "2100 350 5\n", 43: "10 1 1\n"}) }, Schedstat{Run: 2710, Wait: 421, Threads: 2}},
+		{"read again after Close", r.Close, Schedstat{Run: 2710, Wait: 421, Threads: 2}},
+		{"a thread's id is reused", func() { fakeThreads(t, root, 40, map[int]string{43: "4 2 1\n"}) }, Schedstat{Run: 2714, Wait: 423, Threads: 2}},
 	}
 	for _, st := range steps {
 		st.change()

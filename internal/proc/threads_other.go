@@ -14,11 +14,14 @@ import (
 
 // ThreadReader reads the summed schedstat of every thread of one process.
 // Only Linux has schedstat; elsewhere Read finds no thread directory.
-type ThreadReader struct{ dir, list string }
+type ThreadReader struct {
+	pid       int
+	dir, list string
+}
 
 // NewThreadReader returns a reader of process pid's threads under procRoot.
 func NewThreadReader(procRoot string, pid int) *ThreadReader {
-	return &ThreadReader{dir: filepath.Join(procRoot, strconv.Itoa(pid), "task")}
+	return &ThreadReader{pid: pid, dir: filepath.Join(procRoot, strconv.Itoa(pid), "task")}
 }
 
 // NewListedThreadReader returns a reader of the threads listed in the file
@@ -67,7 +70,7 @@ func ThreadsSchedstat(dir string, tids []int) (Schedstat, error) {
 		if err != nil {
 			return Schedstat{}, fmt.Errorf("thread %d: %w", tid, err)
 		}
-		if err := s.add(b); err != nil {
+		if err := s.addThread(b); err != nil {
 			return Schedstat{}, fmt.Errorf("thread %d: %w", tid, err)
 		}
 	}
@@ -76,3 +79,6 @@ func ThreadsSchedstat(dir string, tids []int) (Schedstat, error) {
 	}
 	return s, nil
 }
+
+// PID is the process whose threads are read; 0 for a listed set.
+func (r *ThreadReader) PID() int { return r.pid }

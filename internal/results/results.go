@@ -460,8 +460,8 @@ type ResourcePoint struct {
 	// CPUWaitPercent is the time the process's threads were runnable but
 	// waited for a CPU, summed over them, over wall time since the previous
 	// sample, in percent of one core: CPU the process wanted and did not
-	// get. Absent where the kernel keeps no schedstat, and for a second in
-	// which a thread exited (its wait leaves the sum).
+	// get. A thread that exits takes with it what it waited since the
+	// previous sample. Absent where the kernel keeps no schedstat.
 	CPUWaitPercent *float64 `json:"cpu_wait_percent,omitempty"`
 	// WrittenBytes is the bytes the node's processes caused to be written to
 	// storage since the run began, summed over restarts; absent when

@@ -169,8 +169,8 @@ func (r *ResourceSampler) SampleAt(at time.Duration) {
 			if n.writtenOK {
 				p.WrittenBytes = results.Ptr(n.written)
 			}
-			// A thread's wait leaves the sum when it exits, so a second
-			// in which the sum fell is not known.
+			// The reader's total does not fall when a thread exits; a
+			// reader that only sums the threads alive can.
 			if st.Wait >= 0 && n.prevWait >= 0 && st.Wait >= n.prevWait {
 				p.CPUWaitPercent = results.Ptr(round2((st.Wait - n.prevWait).Seconds() / (at - n.prevAt).Seconds() * 100))
 			}
@@ -213,8 +213,11 @@ type Usage struct {
 
 // ReadProcess reads one process's usage from /proc, as the sampler does
 // for a node that is a process: for an agent that samples a store where it
-// runs (in its pod) and reports to the runner.
-func ReadProcess(pid int) (Usage, error) { return readProc("/proc", pid, int64(os.Getpagesize()), nil) }
+// runs (in its pod) and reports to the runner. threads, the process's, is
+// kept from one sample to the next.
+func ReadProcess(pid int, threads *proc.ThreadReader) (Usage, error) {
+	return readProc("/proc", pid, int64(os.Getpagesize()), threads)
+}
 
 // readProc reads process pid's usage; its threads' wait through threads,
 // which keeps their files open between samples, or once when it is nil.

@@ -109,8 +109,8 @@ func fakeSchedstat(t *testing.T, root string, pid int, threads map[int][2]int64)
 }
 
 // TestResourceSamplerWait checks the threads' wait for a CPU, summed over
-// them, as a percent of a core per second; unknown when the sum fell (a
-// thread exited) or there is no schedstat.
+// them, as a percent of a core per second, through a thread's exit; unknown
+// where there is no schedstat.
 func TestResourceSamplerWait(t *testing.T) {
 	root := t.TempDir()
 	r := NewResourceSampler(time.Now())
@@ -124,7 +124,8 @@ func TestResourceSamplerWait(t *testing.T) {
 	// 60 ms more waited over two threads in 1 s: 6% of a core.
 	fakeSchedstat(t, root, 100, map[int][2]int64{100: {1e9, 50e6}, 101: {5e8, 40e6}})
 	r.SampleAt(2 * s)
-	// Thread 101 exits: the sum falls, so this second's wait is unknown.
+	// Thread 101 exits: what it waited up to the last sample stays counted;
+	// thread 100 waited 10 ms more: 1%.
 	if err := os.RemoveAll(filepath.Join(root, "100", "task", "101")); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestResourceSamplerWait(t *testing.T) {
 
 	nodes := r.Nodes()
 	n1, n2 := nodes[0], nodes[1]
-	want := []*float64{new(6.0), nil, new(2.0)}
+	want := []*float64{new(6.0), new(1.0), new(2.0)}
 	if len(n1.Points) != len(want) {
 		t.Fatalf("n1 points %+v, want %d", n1.Points, len(want))
 	}
@@ -146,8 +147,8 @@ func TestResourceSamplerWait(t *testing.T) {
 			t.Errorf("n1 point %d wait %v, want %v", i, fmtPtr(got), fmtPtr(w))
 		}
 	}
-	if m := n1.Summary.CPUWaitMeanPercent; m == nil || *m != 4 {
-		t.Errorf("n1 mean wait %v, want 4", fmtPtr(m))
+	if m := n1.Summary.CPUWaitMeanPercent; m == nil || *m != 3 {
+		t.Errorf("n1 mean wait %v, want 3", fmtPtr(m))
 	}
 	for _, p := range n2.Points {
 		if p.CPUWaitPercent != nil {
