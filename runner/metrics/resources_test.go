@@ -206,8 +206,9 @@ func TestResourceSamplerSelf(t *testing.T) {
 // each second, of this process grown by 24 threads to about an etcd
 // member's count, against its reference, the same sample without the
 // threads' schedstat: the difference is what the wait costs the
-// collector's tick. "usage-by-path" opens each thread's file by path every
-// time, as a first version did.
+// collector's tick. "usage-reopened" opens each thread's file anew for
+// each sample (a reader used once), as the sampler would without keeping
+// them.
 func BenchmarkReadProcess(b *testing.B) {
 	const extra = 24
 	stop := make(chan struct{})
@@ -230,7 +231,7 @@ func BenchmarkReadProcess(b *testing.B) {
 			}
 		}
 	})
-	b.Run("usage-by-path", func(b *testing.B) {
+	b.Run("usage-reopened", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := readProc("/proc", pid, page, nil); err != nil {
 				b.Fatal(err)
