@@ -71,6 +71,10 @@ check "etcd kept its leader" {
 			if !strings.HasPrefix(n.Node, c.Name+"-n") {
 				t.Errorf("cluster %s has node %s", c.Name, n.Node)
 			}
+			// A process node's threads' wait for a CPU, from schedstat.
+			if n.Summary.Samples > 0 && n.Summary.CPUWaitMeanPercent == nil {
+				t.Errorf("cluster %s, node %s: no CPU wait in %+v", c.Name, n.Node, n.Summary)
+			}
 		}
 		if cc := c.Correctness; cc == nil || cc.Linearizable == nil || !*cc.Linearizable {
 			t.Errorf("cluster %s: correctness %+v", c.Name, cc)
@@ -90,5 +94,11 @@ check "etcd kept its leader" {
 		if !c.Passed {
 			t.Errorf("check %q: %s (observed %v)", c.Name, c.Error, c.Observed)
 		}
+	}
+	// One runner serves both clusters: its wait for a CPU is the run's.
+	if v, ok := res.Lookup("phase.p.runner_wait_share"); !ok {
+		t.Error("no phase.p.runner_wait_share over both clusters")
+	} else if w, _ := v.(float64); w < 0 || w > 1 {
+		t.Errorf("phase.p.runner_wait_share = %v, want a share", v)
 	}
 }

@@ -52,7 +52,9 @@ func checkDockerRun(t *testing.T, res *results.Results) {
 		t.Errorf("resources of %d nodes, want 3", len(res.Resources))
 	}
 	for _, r := range res.Resources {
-		if r.Summary.Samples == 0 || r.Summary.CPUMeanPercent <= 0 || r.Summary.RSSMaxBytes <= 0 {
+		// The wait for a CPU of the container's threads, as its control
+		// group lists them.
+		if r.Summary.Samples == 0 || r.Summary.CPUMeanPercent <= 0 || r.Summary.RSSMaxBytes <= 0 || r.Summary.CPUWaitMeanPercent == nil {
 			t.Errorf("node %s resources: %+v", r.Node, r.Summary)
 		}
 	}

@@ -253,7 +253,7 @@ phase "disk" {
 		t.Errorf("resources of %d nodes, want 3", len(res.Resources))
 	}
 	for _, r := range res.Resources {
-		if r.Summary.Samples == 0 || r.Summary.CPUMeanPercent <= 0 || r.Summary.RSSMaxBytes <= 0 {
+		if r.Summary.Samples == 0 || r.Summary.CPUMeanPercent <= 0 || r.Summary.RSSMaxBytes <= 0 || r.Summary.CPUWaitMeanPercent == nil {
 			t.Errorf("node %s resources: %+v", r.Node, r.Summary)
 		}
 		t.Logf("node %s in its pod: %d samples, CPU mean %.1f%%, RSS max %d MiB", r.Node, r.Summary.Samples, r.Summary.CPUMeanPercent, r.Summary.RSSMaxBytes>>20)

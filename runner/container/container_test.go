@@ -133,6 +133,11 @@ func TestNodeLifecycle(t *testing.T) {
 	if u2.RSS <= 0 {
 		t.Errorf("RSS %d", u2.RSS)
 	}
+	// The container's threads, as its control group lists them, have
+	// their wait for a CPU read (0 or more; -1 is unknown).
+	if _, err := os.Stat("/proc/self/schedstat"); err == nil && (u1.Wait < 0 || u2.Wait < u1.Wait) {
+		t.Errorf("container's CPU wait %v then %v, want known and not falling", u1.Wait, u2.Wait)
+	}
 
 	exited, pid := n.Exited(), n.PID()
 	start := time.Now()
