@@ -458,8 +458,8 @@ func machineFigure(r *results.Results, o overlay, end float64) (figure, error) {
 	}
 	if r.Runner != nil {
 		for _, pt := range r.Runner.Points {
-			if w := pt.CPUWaitPercent; w != nil && *w+pt.CPUPercent > 0 {
-				runner = append(runner, plotter.XY{X: pt.AtMS / 1000, Y: 100 * *w / (*w + pt.CPUPercent)})
+			if w := pt.WaitShare(); w != nil {
+				runner = append(runner, plotter.XY{X: pt.AtMS / 1000, Y: 100 * *w})
 			}
 		}
 	}
@@ -501,11 +501,12 @@ func onePanel(p *plot.Plot, h vg.Length, label string) ([]panel, error) {
 func nodeSegments(points []results.ResourcePoint) (cpu, rss, wait []plotter.XYs) {
 	var c, r, w plotter.XYs
 	for i, pt := range points {
-		if i > 0 && (pt.PID != points[i-1].PID || pt.AtMS-points[i-1].AtMS > 2500) {
+		split := i > 0 && (pt.PID != points[i-1].PID || pt.AtMS-points[i-1].AtMS > 2500)
+		if split {
 			cpu, rss = append(cpu, c), append(rss, r)
 			c, r = nil, nil
 		}
-		if (i > 0 && (pt.PID != points[i-1].PID || pt.AtMS-points[i-1].AtMS > 2500) || pt.CPUWaitPercent == nil) && len(w) > 0 {
+		if (split || pt.CPUWaitPercent == nil) && len(w) > 0 {
 			wait, w = append(wait, w), nil
 		}
 		c = append(c, plotter.XY{X: pt.AtMS / 1000, Y: pt.CPUPercent})

@@ -54,15 +54,6 @@ func (s *Schedstat) add(o Schedstat) {
 	s.Threads += o.Threads
 }
 
-// ProcessSchedstat sums the schedstat of every thread of process pid, read
-// under procRoot ("/proc"), once: a sampler that reads the same process
-// every second keeps a ThreadReader instead.
-func ProcessSchedstat(procRoot string, pid int) (Schedstat, error) {
-	r := NewThreadReader(procRoot, pid)
-	defer r.Close()
-	return r.Read()
-}
-
 // ParseThreads parses a list of thread ids, one a line, as in a control
 // group's cgroup.threads or tasks file.
 func ParseThreads(b []byte) []int {

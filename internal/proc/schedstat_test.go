@@ -52,7 +52,7 @@ func fakeThreads(t *testing.T, root string, pid int, stats map[int]string) {
 func TestProcessSchedstat(t *testing.T) {
 	root := t.TempDir()
 	fakeThreads(t, root, 40, map[int]string{40: "1000 200 3\n", 41: "500 50 2\n", 42: "7 3 1\n"})
-	got, err := ProcessSchedstat(root, 40)
+	got, err := processSchedstat(root, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func TestProcessSchedstat(t *testing.T) {
 	if _, err := NewListedThreadReader(root, filepath.Join(root, "missing")).Read(); err == nil {
 		t.Error("a missing list file: no error")
 	}
-	if _, err := ProcessSchedstat(root, 77); err == nil {
+	if _, err := processSchedstat(root, 77); err == nil {
 		t.Error("ProcessSchedstat of a missing process: no error")
 	}
 	fakeThreads(t, root, 50, map[int]string{50: "1 2 3", 51: "garbage"})
-	if _, err := ProcessSchedstat(root, 50); err == nil {
+	if _, err := processSchedstat(root, 50); err == nil {
 		t.Error("ProcessSchedstat with a malformed thread: no error")
 	}
 }
@@ -113,7 +113,7 @@ func TestProcessSchedstatSeesWaiting(t *testing.T) {
 	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
 		t.Skipf("this kernel keeps no schedstat (CONFIG_SCHED_INFO): %v", err)
 	}
-	before, err := ProcessSchedstat("/proc", os.Getpid())
+	before, err := processSchedstat("/proc", os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestProcessSchedstatSeesWaiting(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	after, err := ProcessSchedstat("/proc", os.Getpid())
+	after, err := processSchedstat("/proc", os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,4 +171,11 @@ func FuzzSchedstat(f *testing.F) {
 			}
 		}
 	})
+}
+
+// processSchedstat reads the threads of process pid once.
+func processSchedstat(procRoot string, pid int) (Schedstat, error) {
+	r := NewThreadReader(procRoot, pid)
+	defer r.Close()
+	return r.Read()
 }

@@ -536,14 +536,19 @@ type ResourceSummary struct {
 // waited for one: CPUWaitMeanPercent over itself plus CPUMeanPercent. Nil
 // without a wait figure, or when the process neither ran nor waited.
 func (s ResourceSummary) WaitShare() *float64 {
-	if s.CPUWaitMeanPercent == nil {
+	return waitShare(s.CPUWaitMeanPercent, s.CPUMeanPercent)
+}
+
+// WaitShare is ResourceSummary.WaitShare over the point's second.
+func (p ResourcePoint) WaitShare() *float64 { return waitShare(p.CPUWaitPercent, p.CPUPercent) }
+
+// waitShare is wait over wait plus cpu, both in % of a core; nil without
+// a wait, or when both are zero.
+func waitShare(wait *float64, cpu float64) *float64 {
+	if wait == nil || *wait+cpu <= 0 {
 		return nil
 	}
-	wanted := *s.CPUWaitMeanPercent + s.CPUMeanPercent
-	if wanted <= 0 {
-		return nil
-	}
-	return Ptr(RoundShare(*s.CPUWaitMeanPercent / wanted))
+	return Ptr(RoundShare(*wait / (*wait + cpu)))
 }
 
 // Correctness is the verdict of the history checker run after the load.

@@ -220,7 +220,7 @@ func ReadProcess(pid int, threads *proc.ThreadReader) (Usage, error) {
 }
 
 // readProc reads process pid's usage; its threads' wait through threads,
-// which keeps their files open between samples, or once when it is nil.
+// which keeps their files open between samples.
 func readProc(procRoot string, pid int, pageSize int64, threads *proc.ThreadReader) (Usage, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	st := Usage{Written: -1, Wait: -1}
@@ -253,13 +253,7 @@ func readProc(procRoot string, pid int, pageSize int64, threads *proc.ThreadRead
 	}
 	// Without schedstat (a kernel built without CONFIG_SCHED_INFO) the wait
 	// is simply not reported.
-	var ss proc.Schedstat
-	if threads != nil {
-		ss, err = threads.Read()
-	} else {
-		ss, err = proc.ProcessSchedstat(procRoot, pid)
-	}
-	if err == nil {
+	if ss, err := threads.Read(); err == nil {
 		st.Wait = ss.Wait
 	}
 	return st, nil

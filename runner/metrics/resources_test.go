@@ -233,7 +233,10 @@ func BenchmarkReadProcess(b *testing.B) {
 	})
 	b.Run("usage-reopened", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := readProc("/proc", pid, page, nil); err != nil {
+			once := proc.NewThreadReader("/proc", pid)
+			_, err := readProc("/proc", pid, page, once)
+			once.Close()
+			if err != nil {
 				b.Fatal(err)
 			}
 		}
