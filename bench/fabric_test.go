@@ -43,16 +43,18 @@ phase "load" {
 }
 `
 
-// BenchmarkFabricOverhead runs the same etcd put load four ways in one
-// process: on loopback; with every node and the clients in network
-// namespaces connected through the userspace shaper, packets on links with
-// no effect written straight from the reader ("direct"); with every packet
-// queued through the shaper's per-pair scheduler ("engaged", the path every
-// shaped packet takes and what runs use); and engaged with the TUN
-// devices' TCP segmentation offload off, every packet of the MTU
-// ("engaged-no-tso", what the offload saves). -fabric-modes narrows the
-// comparison to some of them, loopback always kept as the reference, for
-// more rounds in the same time. Runs interleave over rounds
+// BenchmarkFabricOverhead runs the same etcd put load several ways in one
+// process: on loopback, the reference, and with every node and the clients
+// in network namespaces: connected as a shaped run connects them, pairs
+// whose link shapes nothing (here all) through the kernel by a bridge
+// ("bypass"); through the kernel reference network ("kernel", veths to a
+// bridge and nothing else); through the userspace shaper with every
+// packet queued through its per-pair scheduler ("engaged", the path every
+// shaped packet takes); through the shaper with packets on links with no
+// effect written straight from the reader ("direct"); and engaged with the
+// TUN devices' TCP segmentation offload off, every packet of the MTU
+// ("engaged-no-tso", what the offload saves). -fabric-modes chooses among
+// them (by default bypass and engaged), loopback always kept. Runs interleave over rounds
 // (-rounds, then more until every ratio's interval is within ±width or
 // -max-rounds have run; see moreRounds). It reports the median throughput
 // relative to loopback's, with the paired interval of compare's
@@ -127,23 +129,36 @@ func BenchmarkFabricOverhead(b *testing.B) {
 	tw.Flush()
 }
 
-var fabricModeList = flag.String("fabric-modes", "direct,engaged,engaged-no-tso",
-	"the networks BenchmarkFabricOverhead compares with loopback, comma-separated: direct, engaged, engaged-no-tso")
+var fabricModeList = flag.String("fabric-modes", "bypass,engaged",
+	"the networks BenchmarkFabricOverhead compares with loopback, comma-separated: "+strings.Join(fabricModeNames(), ", "))
 
 type fabricMode struct{ name, network string }
 
+// knownFabricModes are the networks the benchmark can compare.
+var knownFabricModes = []fabricMode{
+	{"bypass", runner.NetworkBypass},
+	{"kernel", runner.NetworkKernel},
+	{"direct", runner.NetworkDirect},
+	{"engaged", runner.NetworkEngaged},
+	{"engaged-no-tso", runner.NetworkEngagedNoOffload},
+}
+
+func fabricModeNames() []string {
+	names := make([]string, len(knownFabricModes))
+	for i, m := range knownFabricModes {
+		names[i] = m.name
+	}
+	return names
+}
+
 // fabricModes is loopback, the reference, then the modes named in list.
 func fabricModes(list string) ([]fabricMode, error) {
-	known := []fabricMode{
-		{"direct", runner.NetworkDirect},
-		{"engaged", runner.NetworkEngaged},
-		{"engaged-no-tso", runner.NetworkEngagedNoOffload},
-	}
+	known := knownFabricModes
 	out := []fabricMode{{"loopback", ""}}
 	for _, name := range strings.Split(list, ",") {
 		i := slices.IndexFunc(known, func(m fabricMode) bool { return m.name == name })
 		if i < 0 {
-			return nil, fmt.Errorf("-fabric-modes: unknown network %q: write direct, engaged or engaged-no-tso", name)
+			return nil, fmt.Errorf("-fabric-modes: unknown network %q: write one of %s", name, strings.Join(fabricModeNames(), ", "))
 		}
 		if slices.Contains(out, known[i]) {
 			return nil, fmt.Errorf("-fabric-modes: %q is named twice", name)
@@ -171,6 +186,7 @@ func TestFabricModes(t *testing.T) {
 	}{
 		{"direct,engaged,engaged-no-tso", []string{"loopback", "direct", "engaged", "engaged-no-tso"}, false},
 		{"engaged", []string{"loopback", "engaged"}, false},
+		{"bypass,kernel", []string{"loopback", "bypass", "kernel"}, false},
 		{"", nil, true},
 		{"loopback", nil, true},
 		{"engaged,engaged", nil, true},

@@ -49,6 +49,9 @@ type Host struct {
 	// act per packet, which such segments would defeat.
 	tso       bool
 	perPacket map[int]bool // by destination host id
+
+	routes  *hostRoutes // with Options.Bypass
+	bridged bool        // a veth pair joins the namespace to the fabric's bridge
 }
 
 // NetnsPath is where the host's namespace is pinned.
@@ -89,6 +92,17 @@ type Options struct {
 	// of up to 64 KiB while none of its outgoing links drops, jitters or
 	// limits the rate of packets (see SetLinks).
 	NoOffload bool
+	// Bypass sends the packets of a pair whose link shapes nothing (no
+	// delay, jitter, loss, rate or cut) through the kernel, not the
+	// shaper: every host is joined to a bridge by a veth pair as well, the
+	// subnet is routed through it, and a pair whose link comes to shape
+	// something is routed through the TUN device again by a route to its
+	// destination alone. Such a pair then costs what it costs on the
+	// kernel reference network (see Kernel) instead of a read and a
+	// write of every packet in the shaper, and the shaper's counters
+	// (Stats) see only the shaped pairs. Without it every packet goes
+	// through the shaper, as Engage measures.
+	Bypass bool
 	// Kernel builds the reference network instead of the shaper: every
 	// host joined by a veth pair to a bridge in a namespace of the
 	// fabric's own, partitions made by iptables. Links can only be cut.
@@ -101,7 +115,9 @@ type Fabric struct {
 	byName map[string]*Host
 	router *shaper.Router // nil on the kernel backend
 	kernel *kernelNet     // nil on the shaper
-	vnet   bool           // TUN frames carry virtio-net headers (offloads)
+	bridge string         // the namespace of the bridge (kernel backend, bypass); "" if none
+	bypass bool
+	vnet   bool // TUN frames carry virtio-net headers (offloads)
 	log    *slog.Logger
 	ip     string
 
@@ -182,10 +198,16 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 			}
 		}
 	}()
-	if opts.Kernel {
+	switch {
+	case opts.Kernel:
 		if err := f.startSwitch(ctx, opts.RunID); err != nil {
 			return nil, fmt.Errorf("fabric: switch: %w", err)
 		}
+	case opts.Bypass:
+		if err := f.makeBridge(ctx, opts.RunID); err != nil {
+			return nil, fmt.Errorf("fabric: bypass bridge: %w", err)
+		}
+		f.bypass = true
 	}
 	for i, s := range specs {
 		if _, dup := f.byName[s.Name]; dup {
@@ -208,14 +230,22 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 
 // Backend names the fabric's mechanism, for results.json.
 func (f *Fabric) Backend() string {
-	if f.kernel != nil {
+	switch {
+	case f.kernel != nil:
 		return KernelBackend
+	case f.bypass:
+		return BypassBackend
 	}
 	return Backend
 }
 
-// Backend names the shaping mechanism, for results.json.
-const Backend = "userspace (TUN router)"
+// Backend and BypassBackend name the shaping mechanism, for results.json:
+// every pair through the shaper, or only the pairs whose link shapes
+// something (Options.Bypass).
+const (
+	Backend       = "userspace (TUN router)"
+	BypassBackend = "userspace (TUN router) for shaped pairs, kernel (veth to a bridge) for the others"
+)
 
 func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 	create := []string{"netns", "add", h.ns}
@@ -243,11 +273,17 @@ func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 		{"-n", h.ns, "link", "set", "lo", "up"},
 		{"-n", h.ns, "addr", "add", h.Addr.String() + "/32", "dev", tunName},
 		{"-n", h.ns, "link", "set", tunName, "up"},
-		{"-n", h.ns, "route", "add", subnet.String(), "dev", tunName, "src", h.Addr.String()},
 	} {
 		if err := runIP(ctx, f.ip, args...); err != nil {
 			return err
 		}
+	}
+	if f.bypass {
+		if err := f.addBypass(ctx, h); err != nil {
+			return err
+		}
+	} else if err := runIP(ctx, f.ip, "-n", h.ns, "route", "add", subnet.String(), "dev", tunName, "src", h.Addr.String()); err != nil {
+		return err
 	}
 	return f.router.AddHost(h.ID, h.Addr, tun)
 }
@@ -280,6 +316,9 @@ func (f *Fabric) SetLinks(ctx context.Context, changes []LinkChange) error {
 			errs = append(errs, err)
 		}
 		f.router.SetLink(c.From.ID, c.To.ID, c.Link)
+		if err := f.routeLink(c); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -363,6 +402,11 @@ func (f *Fabric) Close(ctx context.Context) error {
 	}
 	if f.kernel != nil {
 		errs = append(errs, f.closeKernel(ctx)...)
+	}
+	if f.bridge != "" {
+		if err := f.closeBridge(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, h := range f.hosts {
 		// For an attached namespace this removes only the name: the TUN

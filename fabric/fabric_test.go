@@ -27,12 +27,12 @@ const childEnv = "SCENARIO_FABRIC_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		f, err := New(context.Background(), []HostSpec{{Name: "a"}, {Name: "b"}}, Options{RunID: "child"})
+		f, err := New(context.Background(), []HostSpec{{Name: "a"}, {Name: "b"}}, Options{RunID: "child", Bypass: true})
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		fmt.Println("ready", f.Host("a").ns)
+		fmt.Println("ready", f.Host("a").ns, f.bridge)
 		time.Sleep(time.Hour)
 	}
 	os.Exit(m.Run())
@@ -77,9 +77,9 @@ func newFabricWith(t *testing.T, opts Options, names ...string) *Fabric {
 				t.Errorf("namespace %s left behind", h.ns)
 			}
 		}
-		if f.kernel != nil {
-			if _, err := os.Stat(filepath.Join(netnsDir, f.kernel.sw)); !os.IsNotExist(err) {
-				t.Errorf("switch namespace %s left behind", f.kernel.sw)
+		if f.bridge != "" {
+			if _, err := os.Stat(filepath.Join(netnsDir, f.bridge)); !os.IsNotExist(err) {
+				t.Errorf("switch namespace %s left behind", f.bridge)
 			}
 		}
 	})
@@ -293,8 +293,18 @@ func TestBandwidth(t *testing.T) {
 	}
 }
 
+// TestPartition cuts and heals a link under a steady UDP flow, with every
+// packet through the shaper and with the bypass (where the heal moves the
+// pair back onto the kernel's path).
 func TestPartition(t *testing.T) {
-	f := newFabric(t, "a", "b")
+	for _, bypass := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shaper", true: "bypass"}[bypass], func(t *testing.T) {
+			testPartition(t, newFabricWith(t, Options{Bypass: bypass}, "a", "b"))
+		})
+	}
+}
+
+func testPartition(t *testing.T, f *Fabric) {
 	addr, _, pc := listenIn(t, f.Host("b"), "udp")
 	// Each datagram carries its send time; the receiver keeps every one.
 	arrivals := make(chan time.Time, 100000)
@@ -380,9 +390,11 @@ func TestReapKilledRun(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("child: %q, %v", line, err)
 	}
-	ns := strings.TrimSpace(strings.TrimPrefix(line, "ready "))
-	if _, err := os.Stat(netnsDir + "/" + ns); err != nil {
-		t.Fatalf("child's namespace: %v", err)
+	ns, bridge, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "ready ")), " ")
+	for _, n := range []string{ns, bridge} {
+		if _, err := os.Stat(netnsDir + "/" + n); err != nil {
+			t.Fatalf("child's namespace: %v", err)
+		}
 	}
 	mine := newFabric(t, "live")
 	cmd.Process.Kill()
@@ -392,11 +404,13 @@ func TestReapKilledRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(reaped, ns) {
-		t.Errorf("Reap removed %v, not the killed child's %s", reaped, ns)
-	}
-	if _, err := os.Stat(netnsDir + "/" + ns); !os.IsNotExist(err) {
-		t.Errorf("killed child's namespace %s still there", ns)
+	for _, n := range []string{ns, bridge} {
+		if !slices.Contains(reaped, n) {
+			t.Errorf("Reap removed %v, not the killed child's %s", reaped, n)
+		}
+		if _, err := os.Stat(netnsDir + "/" + n); !os.IsNotExist(err) {
+			t.Errorf("killed child's namespace %s still there", n)
+		}
 	}
 	if _, err := os.Stat(mine.Host("live").NetnsPath()); err != nil {
 		t.Errorf("Reap removed a live fabric's namespace: %v", err)
@@ -431,7 +445,7 @@ func TestAttach(t *testing.T) {
 	}
 	own := nsLink()
 	f, err := New(context.Background(), []HostSpec{{Name: "c", Region: "c", AttachPID: cmd.Process.Pid}, {Name: "b", Region: "b"}},
-		Options{RunID: "t" + fmt.Sprint(time.Now().UnixNano()%1e6), Seed: 1})
+		Options{RunID: "t" + fmt.Sprint(time.Now().UnixNano()%1e6), Seed: 1, Bypass: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,8 +469,10 @@ func TestAttach(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nsenter: %v: %s", err, out)
 	}
-	if strings.Contains(string(out), tunName) {
-		t.Errorf("TUN device left in the attached namespace: %s", out)
+	for _, dev := range []string{tunName, bypassName} {
+		if strings.Contains(string(out), dev) {
+			t.Errorf("device %s left in the attached namespace: %s", dev, out)
+		}
 	}
 }
 
@@ -466,12 +482,15 @@ func TestAttach(t *testing.T) {
 // reset at once, as behind a firewall's REJECT. The shaper's cuts must
 // behave as the kernel's (iptables on veth links) do.
 func TestPartitionModes(t *testing.T) {
-	for _, kernel := range []bool{false, true} {
-		name := "shaper"
-		if kernel {
-			name = "kernel"
-		}
-		t.Run(name, func(t *testing.T) { testPartitionModes(t, newFabricWith(t, Options{Kernel: kernel}, "a", "b")) })
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"shaper", Options{}},
+		{"bypass", Options{Bypass: true}},
+		{"kernel", Options{Kernel: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testPartitionModes(t, newFabricWith(t, tc.opts, "a", "b")) })
 	}
 }
 

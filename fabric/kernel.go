@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -24,10 +25,9 @@ const (
 	cutChain = "SCN-CUT"
 )
 
-// kernelNet is the state of a kernel-backed fabric: the switch namespace
-// that holds the bridge, and the cuts in force per destination host.
+// kernelNet is the state of a kernel-backed fabric: the cuts in force per
+// destination host (the bridge is the Fabric's).
 type kernelNet struct {
-	sw       string // the switch namespace's name
 	iptables string
 
 	mu   sync.Mutex
@@ -43,22 +43,32 @@ func kernelAvailable() (string, error) {
 	return p, nil
 }
 
-// startSwitch creates the namespace and bridge every host's veth joins.
-// Nothing is configured in the namespace this process runs in.
+// startSwitch makes the kernel backend's switch (see makeBridge).
 func (f *Fabric) startSwitch(ctx context.Context, runID string) error {
 	ipt, err := kernelAvailable()
 	if err != nil {
 		return err
 	}
-	k := &kernelNet{sw: nsName(runID, "switch"), iptables: ipt, cuts: map[[2]int]shaper.Link{}}
-	if err := runIP(ctx, f.ip, "netns", "add", k.sw); err != nil {
+	if err := f.makeBridge(ctx, runID); err != nil {
 		return err
 	}
-	f.kernel = k // from here Close removes it
+	f.kernel = &kernelNet{iptables: ipt, cuts: map[[2]int]shaper.Link{}}
+	return nil
+}
+
+// makeBridge creates the namespace and bridge every host's veth joins, for
+// the kernel backend or the shaper's bypass. Nothing is configured in the
+// namespace this process runs in.
+func (f *Fabric) makeBridge(ctx context.Context, runID string) error {
+	sw := nsName(runID, "switch")
+	if err := runIP(ctx, f.ip, "netns", "add", sw); err != nil {
+		return err
+	}
+	f.bridge = sw // from here Close removes it
 	for _, args := range [][]string{
-		{"-n", k.sw, "link", "set", "lo", "up"},
-		{"-n", k.sw, "link", "add", bridgeName, "type", "bridge"},
-		{"-n", k.sw, "link", "set", bridgeName, "up"},
+		{"-n", sw, "link", "set", "lo", "up"},
+		{"-n", sw, "link", "add", bridgeName, "type", "bridge"},
+		{"-n", sw, "link", "set", bridgeName, "up"},
 	} {
 		if err := runIP(ctx, f.ip, args...); err != nil {
 			return err
@@ -71,21 +81,36 @@ func (f *Fabric) startSwitch(ctx context.Context, runID string) error {
 // host end is named like the TUN device of the shaper's fabric, and gives
 // it its address and an empty partition chain.
 func (f *Fabric) addKernelHost(ctx context.Context, h *Host) error {
-	k := f.kernel
-	veth := fmt.Sprintf("v%d", h.ID)
+	if err := runIP(ctx, f.ip, "-n", h.ns, "link", "set", "lo", "up"); err != nil {
+		return err
+	}
+	if err := f.joinBridge(ctx, h, tunName, subnet.Bits()); err != nil {
+		return err
+	}
+	return f.kernel.restore(ctx, f.ip, h.ns, []string{"*filter", ":" + cutChain + " - [0:0]", "-I INPUT -j " + cutChain, "COMMIT"})
+}
+
+// joinBridge connects h's namespace to the bridge by a veth pair whose end
+// in h's namespace is named dev and carries h's address with a prefix of
+// bits.
+func (f *Fabric) joinBridge(ctx context.Context, h *Host, dev string, bits int) error {
+	veth := vethName(h)
 	for _, args := range [][]string{
-		{"-n", k.sw, "link", "add", veth, "type", "veth", "peer", "name", tunName, "netns", h.ns},
-		{"-n", k.sw, "link", "set", veth, "master", bridgeName, "up"},
-		{"-n", h.ns, "link", "set", "lo", "up"},
-		{"-n", h.ns, "addr", "add", h.Addr.String() + "/16", "dev", tunName},
-		{"-n", h.ns, "link", "set", tunName, "up"},
+		{"-n", f.bridge, "link", "add", veth, "type", "veth", "peer", "name", dev, "netns", h.ns},
+		{"-n", f.bridge, "link", "set", veth, "master", bridgeName, "up"},
+		{"-n", h.ns, "addr", "add", h.Addr.String() + "/" + strconv.Itoa(bits), "dev", dev},
+		{"-n", h.ns, "link", "set", dev, "up"},
 	} {
 		if err := runIP(ctx, f.ip, args...); err != nil {
 			return err
 		}
+		h.bridged = true
 	}
-	return k.restore(ctx, f.ip, h.ns, []string{"*filter", ":" + cutChain + " - [0:0]", "-I INPUT -j " + cutChain, "COMMIT"})
+	return nil
 }
+
+// vethName is the bridge's end of h's veth pair.
+func vethName(h *Host) string { return fmt.Sprintf("v%d", h.ID) }
 
 // restore feeds rules to iptables-restore in namespace ns, without
 // flushing what the rules do not name.
@@ -163,9 +188,9 @@ func (f *Fabric) setKernelLinks(ctx context.Context, changes []LinkChange) error
 	return errors.Join(errs...)
 }
 
-// closeKernel removes the switch namespace, which deletes every veth pair
-// (a veth goes with either end), and empties the partition chain of
-// attached namespaces, which outlive the fabric.
+// closeKernel empties the partition chain of attached namespaces, which
+// outlive the fabric. Close then removes the switch namespace, which
+// deletes every veth pair (a veth goes with either end).
 func (f *Fabric) closeKernel(ctx context.Context) []error {
 	var errs []error
 	for _, h := range f.hosts {
@@ -174,9 +199,6 @@ func (f *Fabric) closeKernel(ctx context.Context) []error {
 				errs = append(errs, err)
 			}
 		}
-	}
-	if err := runIP(ctx, f.ip, "netns", "delete", f.kernel.sw); err != nil {
-		errs = append(errs, err)
 	}
 	return errs
 }

@@ -264,10 +264,7 @@ func runReference(t *testing.T, src, network string) recovery {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	want := fabric.Backend
-	if network == NetworkKernel {
-		want = fabric.KernelBackend
-	}
+	want := map[string]string{"": fabric.BypassBackend, NetworkKernel: fabric.KernelBackend}[network]
 	if got := res.Backend["shaper"]; got != want {
 		t.Fatalf("ran on %q, want %q", got, want)
 	}

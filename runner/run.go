@@ -55,10 +55,12 @@ type Options struct {
 	// printing a plain line every few seconds.
 	Live bool
 	// Network forces the network fabric on a plan that shapes nothing,
-	// for overhead measurements: NetworkEngaged as a shaped run uses it,
-	// every packet queued through the shaper's per-pair scheduler;
-	// NetworkDirect with packets on unshaped links written straight from
-	// the reader instead; NetworkEngagedNoOffload engaged with the TUN
+	// for overhead measurements: NetworkBypass as a shaped run uses it,
+	// pairs whose link shapes nothing through the kernel (a bridge) and
+	// the others through the shaper; NetworkEngaged with every packet
+	// queued through the shaper's per-pair scheduler, as a shaped pair's
+	// are; NetworkDirect with packets on unshaped links written straight
+	// from the reader instead; NetworkEngagedNoOffload engaged with the TUN
 	// devices' TCP segmentation offload off, every packet of the MTU (what
 	// the offload saves). NetworkKernel builds the kernel reference
 	// instead of the shaper (veth links to a bridge, partitions by
@@ -79,6 +81,7 @@ type Options struct {
 
 // Values of Options.Network.
 const (
+	NetworkBypass           = "bypass"
 	NetworkEngaged          = "engaged"
 	NetworkEngagedNoOffload = "engaged-no-offload"
 	NetworkDirect           = "direct"
@@ -398,7 +401,11 @@ func (x *execution) startFabric(ctx context.Context) error {
 		// to the destinations while the readers go on reading, which
 		// measured faster for etcd than writing from the reader (put
 		// throughput 0.81-0.88 of loopback engaged, 0.72-0.84 direct).
-		Engage:    x.opts.Network != NetworkDirect,
+		Engage: x.opts.Network != NetworkDirect,
+		// Pairs whose link shapes nothing skip the shaper: they cost
+		// what the kernel's own path costs, not a read and a write of
+		// every packet in this process (see fabric.Options.Bypass).
+		Bypass:    x.opts.Network == "" || x.opts.Network == NetworkBypass,
 		Kernel:    x.opts.Network == NetworkKernel,
 		NoOffload: x.opts.Network == NetworkEngagedNoOffload,
 		Logger:    x.log,

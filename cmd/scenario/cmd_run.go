@@ -108,7 +108,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.kubeRegionLabel, "kube-region-label", "", "place each node's pod on a Kubernetes node whose label of this name is the node's region (e.g. topology.kubernetes.io/region); default anywhere")
 	fl.StringVar(&f.kubeNetwork, "kube-network", "auto", "where the kubernetes provider's network faults act: \"fabric\" (the pods' namespaces joined to the network fabric: shaping and partitions, pods on this machine), \"pods\" (netfilter rules in each store pod: partitions only, any cluster) or \"auto\" (fabric when every pod is on this machine)")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace the results of an earlier run in --out (refused otherwise)")
-	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (userspace, shapes and cuts) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
+	fl.StringVar(&f.network, "network", "shaper", "how hosts are joined when the scenario needs a network: \"shaper\" (pairs whose link shapes or cuts something through the userspace shaper, the others through the kernel), \"shaper-all\" (every pair through the shaper, whether or not the scenario shapes anything) or \"kernel\" (veth links and iptables: cuts only, the reference the shaper is checked against)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log what the runner does to stderr")
 	fl.StringVar(&f.profiles.cpu, "cpuprofile", "", "write a Go CPU profile of the runner itself (load generation, shaping, measurement) to this file, for 'go tool pprof'")
 	fl.StringVar(&f.profiles.mem, "memprofile", "", "write a Go heap profile of the runner itself, taken as the run ends, to this file, for 'go tool pprof'")
@@ -145,10 +145,12 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer,
 	var network string
 	switch f.network {
 	case "shaper":
+	case "shaper-all":
+		network = runner.NetworkEngaged
 	case runner.NetworkKernel:
 		network = runner.NetworkKernel
 	default:
-		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--network %q: write shaper or kernel", f.network)}
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--network %q: write shaper, shaper-all or kernel", f.network)}
 	}
 	kubeNetwork := f.kubeNetwork
 	switch kubeNetwork {

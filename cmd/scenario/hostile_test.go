@@ -45,7 +45,7 @@ func TestHostileCommandLines(t *testing.T) {
 		{name: "run --provider bogus", args: []string{"run", scenario, "--provider", "bogus"}, code: exitInvalid,
 			stderr: regexp.MustCompile(`--provider "bogus": unknown provider; write one of process, docker, kubernetes`)},
 		{name: "run --network bogus", args: []string{"run", scenario, "--network", "bogus"}, code: exitInvalid,
-			stderr: regexp.MustCompile(`--network "bogus": write shaper or kernel`)},
+			stderr: regexp.MustCompile(`--network "bogus": write shaper, shaper-all or kernel`)},
 		{name: "stores bogus", args: []string{"stores", "bogus"}, code: exitInvalid,
 			stderr: regexp.MustCompile(`unknown command "bogus" for "scenario stores"; write one of: install, list`)},
 		{name: "images bogus", args: []string{"images", "bogus"}, code: exitInvalid,
