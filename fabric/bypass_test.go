@@ -1,11 +1,6 @@
 package fabric
 
 import (
-	"bufio"
-	"context"
-	"fmt"
-	"io"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,52 +8,6 @@ import (
 
 	"github.com/coordlab/scenario/fabric/shaper"
 )
-
-// echoConn is one TCP connection from a to an echo server on b, kept open
-// while the pair's path changes under it.
-type echoConn struct {
-	c net.Conn
-	r *bufio.Reader
-}
-
-func dialEcho(t *testing.T, f *Fabric, a, b string) *echoConn {
-	t.Helper()
-	addr, ln, _ := listenIn(t, f.Host(b), "tcp")
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		io.Copy(c, c)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := f.Host(a).Dial(ctx, addr)
-	if err != nil {
-		t.Fatalf("dial %s from %s: %v", addr, a, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &echoConn{c: c, r: bufio.NewReader(c)}
-}
-
-// medianRTT is the median of n ping-pongs on the connection.
-func (e *echoConn) medianRTT(t *testing.T, n int) time.Duration {
-	t.Helper()
-	rtts := make([]time.Duration, 0, n)
-	e.c.SetDeadline(time.Now().Add(10 * time.Second))
-	for i := range n {
-		start := time.Now()
-		if _, err := fmt.Fprintf(e.c, "ping %d\n", i); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.r.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-		rtts = append(rtts, time.Since(start))
-	}
-	return median(rtts)
-}
 
 // routesTo lists the routes in h's namespace to exactly dst's address.
 func routesTo(t *testing.T, f *Fabric, h, dst string) string {
@@ -100,9 +49,9 @@ func TestBypass(t *testing.T) {
 	} {
 		f.SetLink(f.Host("a"), f.Host("b"), s.ab)
 		f.SetLink(f.Host("b"), f.Host("a"), s.ba)
-		e.medianRTT(t, 3) // what was in flight on the old path
+		e.roundTrips(t, 3) // what was in flight on the old path
 		beforeAB, beforeBA := forwarded("a>b"), forwarded("b>a")
-		m := e.medianRTT(t, 20)
+		m := median(e.roundTrips(t, 20))
 		t.Logf("%s: median round trip %v; through the shaper a>b %d packets, b>a %d", s.name, m, forwarded("a>b")-beforeAB, forwarded("b>a")-beforeBA)
 		if m < s.minRTT || m > s.maxRTT {
 			t.Errorf("%s: median round trip %v, want %v-%v", s.name, m, s.minRTT, s.maxRTT)

@@ -128,6 +128,18 @@ func listenIn(t *testing.T, h *Host, network string) (addr string, ln net.Listen
 // connection from a to an echo server on b.
 func tcpRoundTrips(t *testing.T, f *Fabric, a, b string, n int) []time.Duration {
 	t.Helper()
+	return dialEcho(t, f, a, b).roundTrips(t, n)
+}
+
+// echoConn is one TCP connection from a to an echo server on b, which
+// TestBypass keeps open while the pair's path changes under it.
+type echoConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialEcho(t *testing.T, f *Fabric, a, b string) *echoConn {
+	t.Helper()
 	addr, ln, _ := listenIn(t, f.Host(b), "tcp")
 	go func() {
 		c, err := ln.Accept()
@@ -143,15 +155,21 @@ func tcpRoundTrips(t *testing.T, f *Fabric, a, b string, n int) []time.Duration 
 	if err != nil {
 		t.Fatalf("dial %s from %s: %v", addr, a, err)
 	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	var rtts []time.Duration
+	t.Cleanup(func() { c.Close() })
+	return &echoConn{c: c, r: bufio.NewReader(c)}
+}
+
+// roundTrips times n ping-pongs on the connection.
+func (e *echoConn) roundTrips(t *testing.T, n int) []time.Duration {
+	t.Helper()
+	rtts := make([]time.Duration, 0, n)
+	e.c.SetDeadline(time.Now().Add(10 * time.Second))
 	for i := range n {
 		start := time.Now()
-		if _, err := fmt.Fprintf(c, "ping %d\n", i); err != nil {
+		if _, err := fmt.Fprintf(e.c, "ping %d\n", i); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.ReadString('\n'); err != nil {
+		if _, err := e.r.ReadString('\n'); err != nil {
 			t.Fatal(err)
 		}
 		rtts = append(rtts, time.Since(start))
