@@ -163,9 +163,9 @@ func dialEcho(t *testing.T, f *Fabric, a, b string) *echoConn {
 func (e *echoConn) roundTrips(t *testing.T, n int) []time.Duration {
 	t.Helper()
 	rtts := make([]time.Duration, 0, n)
-	e.c.SetDeadline(time.Now().Add(10 * time.Second))
 	for i := range n {
 		start := time.Now()
+		e.c.SetDeadline(start.Add(10 * time.Second))
 		if _, err := fmt.Fprintf(e.c, "ping %d\n", i); err != nil {
 			t.Fatal(err)
 		}
