@@ -20,8 +20,8 @@ const bypassName = "scnk0"
 
 // hostRoutes is a host's side of the bypass: a netlink socket opened in its
 // namespace (a route then changes in one system call, so a fault's start
-// is not held up by an exec of ip), the indexes of its two devices, and
-// the destinations its packets currently reach through the shaper.
+// is not held up by an exec of ip), the index of its TUN device, and the
+// destinations its packets currently reach through the shaper.
 type hostRoutes struct {
 	nl     *netlink.Handle
 	tun    int // index of the TUN device
