@@ -7,16 +7,20 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-
-	"github.com/coordlab/scenario/fabric/shaper"
 )
 
 // bypassName is the name, inside every host's namespace, of the veth that
 // joins it to the fabric's bridge when Options.Bypass is set.
 const bypassName = "scnk0"
+
+// rpFilterAll is a namespace's own reverse-path filtering setting, which
+// the bypass turns off.
+const rpFilterAll = "/proc/sys/net/ipv4/conf/all/rp_filter"
 
 // hostRoutes is a host's side of the bypass: a netlink socket opened in its
 // namespace (a route then changes in one system call, so a fault's start
@@ -24,8 +28,11 @@ const bypassName = "scnk0"
 // destinations its packets currently reach through the shaper.
 type hostRoutes struct {
 	nl     *netlink.Handle
-	tun    int // index of the TUN device
-	shaped map[int]bool
+	tun    int          // index of the TUN device
+	shaped map[int]bool // destinations routed through the TUN device
+	// leaving are those of them whose link is untouched again, waiting
+	// for the shaper to send what it holds of them (leaveShaper).
+	leaving map[int]bool
 }
 
 // addBypass joins h's namespace to the bridge by a veth pair, routes the
@@ -40,6 +47,13 @@ func (f *Fabric) addBypass(ctx context.Context, h *Host) error {
 		return err
 	}
 	err := inNetns(h.NetnsPath(), func() error {
+		if h.attach != 0 {
+			old, err := os.ReadFile(rpFilterAll)
+			if err != nil {
+				return fmt.Errorf("read reverse-path filtering: %w", err)
+			}
+			h.rpFilter = strings.TrimSpace(string(old))
+		}
 		for _, dev := range []string{"all", tunName, bypassName} {
 			p := filepath.Join("/proc/sys/net/ipv4/conf", dev, "rp_filter")
 			if err := os.WriteFile(p, []byte("0"), 0); err != nil {
@@ -60,7 +74,7 @@ func (f *Fabric) addBypass(ctx context.Context, h *Host) error {
 	if err != nil {
 		return fmt.Errorf("netlink in %s: %w", h.ns, err)
 	}
-	h.routes = &hostRoutes{nl: nl, shaped: map[int]bool{}}
+	h.routes = &hostRoutes{nl: nl, shaped: map[int]bool{}, leaving: map[int]bool{}}
 	tun, err := nl.LinkByName(tunName)
 	if err != nil {
 		return fmt.Errorf("find %s in %s: %w", tunName, h.ns, err)
@@ -69,18 +83,13 @@ func (f *Fabric) addBypass(ctx context.Context, h *Host) error {
 	return runIP(ctx, f.ip, "-n", h.ns, "route", "add", subnet.String(), "dev", bypassName, "src", h.Addr.String())
 }
 
-// untouched reports whether l leaves every packet as it is, so that its
-// pair can take the kernel's path.
-func untouched(l shaper.Link) bool {
-	return !l.Down && l.Delay <= 0 && l.Jitter <= 0 && l.Loss <= 0 && l.Rate <= 0
-}
-
 // routeLink moves c's pair onto the TUN device when its link shapes
 // anything, and back onto the bridge when it no longer does: a route to
 // the destination's address alone, through the TUN device, overrides the
 // subnet's route through the veth. The shaper already holds the new link,
-// so a packet that reaches it after the move is shaped as declared; one
-// still queued in it from before leaves as it was shaped.
+// so a packet that reaches it after the move is shaped as declared. A pair
+// leaving the shaper with packets still queued in it (a heal after a
+// delay) moves once they are out (leaveShaper).
 func (f *Fabric) routeLink(c LinkChange) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -88,28 +97,77 @@ func (f *Fabric) routeLink(c LinkChange) error {
 	if f.closed || rt == nil {
 		return nil
 	}
-	shaped := !untouched(c.Link)
-	if shaped == rt.shaped[c.To.ID] {
-		return nil
-	}
-	r := &netlink.Route{
-		LinkIndex: rt.tun,
-		Dst:       &net.IPNet{IP: c.To.Addr.AsSlice(), Mask: net.CIDRMask(32, 32)},
-		Src:       c.From.Addr.AsSlice(),
-		Scope:     netlink.SCOPE_LINK,
-	}
-	if shaped {
-		if err := rt.nl.RouteReplace(r); err != nil {
+	to := c.To.ID
+	if !c.Link.Untouched() {
+		delete(rt.leaving, to) // a leaveShaper under way finds the pair shaped again
+		if rt.shaped[to] {
+			return nil
+		}
+		if err := rt.nl.RouteReplace(shaperRoute(c.From, c.To)); err != nil {
 			return fmt.Errorf("fabric: route %s>%s through the shaper: %w", c.From.Name, c.To.Name, err)
 		}
-		rt.shaped[c.To.ID] = true
+		rt.shaped[to] = true
 		return nil
 	}
-	if err := rt.nl.RouteDel(r); err != nil {
-		return fmt.Errorf("fabric: route %s>%s through the kernel: %w", c.From.Name, c.To.Name, err)
+	if !rt.shaped[to] || rt.leaving[to] {
+		return nil
 	}
-	delete(rt.shaped, c.To.ID)
+	if f.router.Queued(c.From.ID, to) > 0 {
+		rt.leaving[to] = true
+		go f.leaveShaper(c.From, c.To)
+		return nil
+	}
+	return f.unrouteLocked(c.From, c.To)
+}
+
+// leaveShaper moves from→to back onto the bridge once the shaper holds
+// none of its packets: until then a packet sent through the kernel would
+// overtake those still waiting out the old link's delay, a reordering no
+// wire makes. Meanwhile the shaper forwards the pair's new packets behind
+// its queued ones at once, as its link is untouched. The queue empties by
+// the due time of its last packet, so the wait is bounded by the old
+// link's delay, jitter and rate; it ends early if the fabric closes.
+func (f *Fabric) leaveShaper(from, to *Host) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for f.router.Queued(from.ID, to.ID) > 0 {
+		select {
+		case <-f.stop:
+			return
+		case <-tick.C:
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || !from.routes.leaving[to.ID] {
+		return
+	}
+	if err := f.unrouteLocked(from, to); err != nil {
+		f.log.Warn("a pair with nothing to shape stays in the shaper", "err", err)
+	}
+}
+
+// unrouteLocked removes from's route to to through the TUN device, so the
+// pair takes the bridge again. f.mu is held.
+func (f *Fabric) unrouteLocked(from, to *Host) error {
+	rt := from.routes
+	delete(rt.leaving, to.ID)
+	if err := rt.nl.RouteDel(shaperRoute(from, to)); err != nil {
+		return fmt.Errorf("fabric: route %s>%s through the kernel: %w", from.Name, to.Name, err)
+	}
+	delete(rt.shaped, to.ID)
 	return nil
+}
+
+// shaperRoute is from's route to to's address alone through its TUN
+// device.
+func shaperRoute(from, to *Host) *netlink.Route {
+	return &netlink.Route{
+		LinkIndex: from.routes.tun,
+		Dst:       &net.IPNet{IP: to.Addr.AsSlice(), Mask: net.CIDRMask(32, 32)},
+		Src:       from.Addr.AsSlice(),
+		Scope:     netlink.SCOPE_LINK,
+	}
 }
 
 // closeBridge closes the hosts' netlink sockets and removes the bridge's
@@ -126,6 +184,14 @@ func (f *Fabric) closeBridge(ctx context.Context) error {
 		if h.attach != 0 && h.bridged {
 			if err := runIP(ctx, f.ip, "-n", f.bridge, "link", "del", vethName(h)); err != nil {
 				errs = append(errs, err)
+			}
+		}
+		if h.rpFilter != "" {
+			// The namespace outlives the run with its container; what
+			// it filtered before is its own again.
+			err := inNetns(h.NetnsPath(), func() error { return os.WriteFile(rpFilterAll, []byte(h.rpFilter), 0) })
+			if err != nil {
+				errs = append(errs, fmt.Errorf("restore reverse-path filtering in %s: %w", h.ns, err))
 			}
 		}
 	}

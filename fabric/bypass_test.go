@@ -1,7 +1,9 @@
 package fabric
 
 import (
+	"context"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,22 +80,73 @@ func TestBypass(t *testing.T) {
 	}
 }
 
-func TestUntouched(t *testing.T) {
-	for _, tc := range []struct {
-		link shaper.Link
-		want bool
-	}{
-		{shaper.Link{}, true},
-		{shaper.Link{Reject: true}, true}, // Reject means nothing without Down
-		{shaper.Link{Delay: time.Microsecond}, false},
-		{shaper.Link{Jitter: time.Microsecond}, false},
-		{shaper.Link{Loss: 0.001}, false},
-		{shaper.Link{Rate: 1e9}, false},
-		{shaper.Link{Down: true}, false},
-		{shaper.Link{Down: true, Reject: true}, false},
-	} {
-		if got := untouched(tc.link); got != tc.want {
-			t.Errorf("untouched(%+v) = %v, want %v", tc.link, got, tc.want)
+// TestBypassHealKeepsOrder: a pair whose link is healed while the shaper
+// still holds its packets (a delay ends under traffic) moves back to the
+// kernel only once they are out, so no later packet overtakes them.
+func TestBypassHealKeepsOrder(t *testing.T) {
+	f := newFabricWith(t, Options{Bypass: true}, "a", "b")
+	const delay = 30 * time.Millisecond
+	f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{Delay: delay})
+	addr, _, pc := listenIn(t, f.Host("b"), "udp")
+	got := make(chan []int, 1)
+	go func() {
+		var seqs []int
+		buf := make([]byte, 64)
+		for {
+			pc.SetReadDeadline(time.Now().Add(time.Second))
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				got <- seqs
+				return
+			}
+			seq, err := strconv.Atoi(string(buf[:n]))
+			if err == nil {
+				seqs = append(seqs, seq)
+			}
 		}
+	}()
+	c, err := f.Host("a").DialNetwork(context.Background(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			if _, err := c.Write([]byte(strconv.Itoa(i))); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	// 200 packets before the heal, at least 20 ms, and 600 after it, at
+	// least 60 ms: more than the delay, so the last of them take the
+	// kernel's path.
+	const before, after = 200, 600
+	send(0, before)
+	queued := f.router.Queued(f.Host("a").ID, f.Host("b").ID)
+	f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{})
+	if r := routesTo(t, f, "a", "b"); !strings.Contains(r, tunName) {
+		t.Errorf("healed with %d packets queued, a's route to b is %q at once, want it through %s until they are out", queued, r, tunName)
+	}
+	send(before, after)
+	seqs := <-got
+	out := 0
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] < seqs[i-1] {
+			out++
+		}
+	}
+	t.Logf("%d packets queued at the heal; %d of %d datagrams arrived, %d after a later one", queued, len(seqs), before+after, out)
+	if queued == 0 {
+		t.Fatalf("nothing queued at the heal: the test sends too slowly for a %v delay", delay)
+	}
+	if out > 0 || len(seqs) < (before+after)*9/10 {
+		t.Errorf("%d datagrams of %d arrived, %d of them after a later one; want them all, in order", len(seqs), before+after, out)
+	}
+	if r := routesTo(t, f, "a", "b"); r != "" {
+		t.Errorf("after the shaper's queue emptied, a's route to b is %q, want none (the bridge's)", r)
+	}
+	if n := f.Stats()["a>b"].Forwarded; n >= before+after {
+		t.Errorf("the shaper forwarded %d of a>b's %d datagrams, want the last ones through the kernel", n, before+after)
 	}
 }

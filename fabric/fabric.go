@@ -52,6 +52,10 @@ type Host struct {
 
 	routes  *hostRoutes // with Options.Bypass
 	bridged bool        // a veth pair joins the namespace to the fabric's bridge
+	// rpFilter is an attached namespace's own reverse-path filtering
+	// (net.ipv4.conf.all.rp_filter) before the bypass turned it off; Close
+	// puts it back. "" if untouched.
+	rpFilter string
 }
 
 // NetnsPath is where the host's namespace is pinned.
@@ -116,8 +120,7 @@ type Fabric struct {
 	router *shaper.Router // nil on the kernel backend
 	kernel *kernelNet     // nil on the shaper
 	bridge string         // the namespace of the bridge (kernel backend, bypass); "" if none
-	bypass bool
-	vnet   bool // TUN frames carry virtio-net headers (offloads)
+	vnet   bool           // TUN frames carry virtio-net headers (offloads)
 	log    *slog.Logger
 	ip     string
 
@@ -126,6 +129,9 @@ type Fabric struct {
 
 	mu     sync.Mutex
 	closed bool
+	// stop ends the waits of pairs leaving the shaper (routeLink) when
+	// the fabric closes.
+	stop chan struct{}
 }
 
 // subnet is the private range every fabric's hosts live in. Each run has
@@ -182,6 +188,7 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 		byName: map[string]*Host{},
 		log:    log,
 		ip:     ip,
+		stop:   make(chan struct{}),
 	}
 	if !opts.Kernel {
 		f.vnet = !opts.NoOffload
@@ -207,7 +214,6 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 		if err := f.makeBridge(ctx, opts.RunID); err != nil {
 			return nil, fmt.Errorf("fabric: bypass bridge: %w", err)
 		}
-		f.bypass = true
 	}
 	for i, s := range specs {
 		if _, dup := f.byName[s.Name]; dup {
@@ -228,12 +234,16 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 	return f, nil
 }
 
+// bypassing reports whether unshaped pairs go through the bridge rather
+// than the shaper (Options.Bypass): a bridge without the kernel backend.
+func (f *Fabric) bypassing() bool { return f.bridge != "" && f.kernel == nil }
+
 // Backend names the fabric's mechanism, for results.json.
 func (f *Fabric) Backend() string {
 	switch {
 	case f.kernel != nil:
 		return KernelBackend
-	case f.bypass:
+	case f.bypassing():
 		return BypassBackend
 	}
 	return Backend
@@ -278,7 +288,7 @@ func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 			return err
 		}
 	}
-	if f.bypass {
+	if f.bypassing() {
 		if err := f.addBypass(ctx, h); err != nil {
 			return err
 		}
@@ -384,6 +394,7 @@ func (f *Fabric) Close(ctx context.Context) error {
 		return nil
 	}
 	f.closed = true
+	close(f.stop)
 	var errs []error
 	if f.cancel != nil {
 		f.cancel()

@@ -462,10 +462,35 @@ func TestAttach(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	own := nsLink()
+	// The bypass turns reverse-path filtering off in every host's
+	// namespace; an attached one gets its setting back at Close.
+	rpFilter := func(set string) string {
+		t.Helper()
+		var v []byte
+		err := inNetns(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid), func() error {
+			p := "/proc/sys/net/ipv4/conf/all/rp_filter"
+			if set != "" {
+				if err := os.WriteFile(p, []byte(set), 0); err != nil {
+					return err
+				}
+			}
+			var err error
+			v, err = os.ReadFile(p)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("rp_filter in the attached namespace: %v", err)
+		}
+		return strings.TrimSpace(string(v))
+	}
+	rpFilter("1")
 	f, err := New(context.Background(), []HostSpec{{Name: "c", Region: "c", AttachPID: cmd.Process.Pid}, {Name: "b", Region: "b"}},
 		Options{RunID: "t" + fmt.Sprint(time.Now().UnixNano()%1e6), Seed: 1, Bypass: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v := rpFilter(""); v != "0" {
+		t.Errorf("rp_filter %s in the attached namespace with the bypass, want 0", v)
 	}
 	both(f, "c", "b", shaper.Link{Delay: 10 * time.Millisecond})
 	m := median(tcpRoundTrips(t, f, "c", "b", 20))
@@ -482,6 +507,9 @@ func TestAttach(t *testing.T) {
 	}
 	if nsLink() != own {
 		t.Fatalf("the attached process changed namespace")
+	}
+	if v := rpFilter(""); v != "1" {
+		t.Errorf("rp_filter %s in the attached namespace after Close, want its own 1 back", v)
 	}
 	out, err := exec.Command("nsenter", "--net=/proc/"+fmt.Sprint(cmd.Process.Pid)+"/ns/net", "ip", "-o", "link").CombinedOutput()
 	if err != nil {

@@ -45,6 +45,11 @@ type Link struct {
 // written at once.
 func (l *Link) immediate() bool { return l.Delay <= 0 && l.Jitter <= 0 && l.Rate <= 0 }
 
+// Untouched reports whether the link leaves every packet as it is: no
+// cut, no loss and nothing to wait for. Such a pair needs no shaper at all
+// (the fabric then routes it through the kernel).
+func (l Link) Untouched() bool { return !l.Down && l.Loss <= 0 && l.immediate() }
+
 // PerPacket reports whether the link acts on each packet on its own: a
 // loss or jitter draw, or a rate that spaces packets by their size. A
 // TCP segment of 64 KiB must then be cut into the packets of the MTU it

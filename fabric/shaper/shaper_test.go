@@ -37,6 +37,26 @@ func TestZeroLinkForwardsAtOnce(t *testing.T) {
 	}
 }
 
+func TestUntouched(t *testing.T) {
+	for _, tc := range []struct {
+		link Link
+		want bool
+	}{
+		{Link{}, true},
+		{Link{Reject: true}, true}, // Reject means nothing without Down
+		{Link{Delay: time.Microsecond}, false},
+		{Link{Jitter: time.Microsecond}, false},
+		{Link{Loss: 0.001}, false},
+		{Link{Rate: 1e9}, false},
+		{Link{Down: true}, false},
+		{Link{Down: true, Reject: true}, false},
+	} {
+		if got := tc.link.Untouched(); got != tc.want {
+			t.Errorf("%+v.Untouched() = %v, want %v", tc.link, got, tc.want)
+		}
+	}
+}
+
 func TestDelay(t *testing.T) {
 	const delay = 25 * time.Millisecond
 	tn := startNet(t, 2, Options{}, func(r *Router) { r.SetLink(hostID(0), hostID(1), Link{Delay: delay}) })

@@ -61,6 +61,18 @@ func (r *Router) Stats() map[[2]int]PairStats {
 	return out
 }
 
+// Queued reports how many packets of the pair from→to are held right now
+// (waiting for their due time or being written); 0 for ids not added.
+func (r *Router) Queued(from, to int) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a, b := r.byID[from], r.byID[to]
+	if a == nil || b == nil {
+		return 0
+	}
+	return a.out[b.idx].inflight.Load()
+}
+
 // HostStats reports per-host read counters, keyed by host id.
 func (r *Router) HostStats() map[int]HostStats {
 	r.mu.Lock()
