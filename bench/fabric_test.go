@@ -15,6 +15,7 @@ import (
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner"
 )
 
@@ -54,9 +55,10 @@ phase "load" {
 // effect written straight from the reader ("direct"); and engaged with the
 // TUN devices' TCP segmentation offload off, every packet of the MTU
 // ("engaged-no-tso", what the offload saves). -fabric-modes chooses among
-// them (by default bypass and engaged), loopback always kept. Runs interleave over rounds
-// (-rounds, then more until every ratio's interval is within ±width or
-// -max-rounds have run; see moreRounds). It reports the median throughput
+// them (by default bypass and engaged), loopback always kept. Runs
+// interleave over rounds, in alternating order (-rounds, then more until
+// every ratio's interval is within ±width or -max-rounds have run; see
+// interleaveRuns). It reports the median throughput
 // relative to loopback's, with the paired interval of compare's
 // signed-rank test, and the runner's CPU per put: the load generator alone
 // on loopback, the load generator and the shaper (which runs in the
@@ -64,20 +66,37 @@ phase "load" {
 // per request. Every mode runs with the GC headroom the scenario command
 // gives its process (internal/gcbudget).
 func BenchmarkFabricOverhead(b *testing.B) {
-	if err := fabric.Available(); err != nil {
-		b.Skipf("needs network namespaces: %v", err)
-	}
+	p := fabricPlan(b, "fabric-bench.hcl", fabricScenario)
 	defer startGCBudget(b.Context())()
-	build, diags := dsl.Load(hclparse.NewParser(), "fabric-bench.hcl", []byte(fabricScenario), dsl.VarOptions{})
-	if diags.HasErrors() {
-		b.Fatal(diags.Error())
-	}
 	modes, err := fabricModes(*fabricModeList)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rps, cpu := map[string][]float64{}, map[string][]float64{}
-	// Every mode's rounds but loopback's, the reference of every ratio.
+	rps, cpu := interleaveRuns(b, p, modes)
+	summarise(b, "etcd put, 1000 clients over 100 conns, 10 s closed loop", modes, rps, cpu)
+}
+
+// fabricPlan compiles a benchmark's scenario, which needs the network
+// fabric: the benchmark skips where it cannot be built.
+func fabricPlan(b *testing.B, name, src string) *plan.Plan {
+	b.Helper()
+	if err := fabric.Available(); err != nil {
+		b.Skipf("needs network namespaces: %v", err)
+	}
+	build, diags := dsl.Load(hclparse.NewParser(), name, []byte(src), dsl.VarOptions{})
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	return build.Plans[0]
+}
+
+// interleaveRuns runs p once per mode per round, in alternating order,
+// over rounds until moreRounds says enough (every ratio to modes[0], the
+// reference, within ±width, or -max-rounds), and returns each mode's
+// throughput and runner CPU per request, round by round.
+func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) (rps, cpu map[string][]float64) {
+	rps, cpu = map[string][]float64{}, map[string][]float64{}
+	ref := modes[0].name
 	others := func() [][]float64 {
 		out := make([][]float64, 0, len(modes)-1)
 		for _, m := range modes[1:] {
@@ -86,44 +105,59 @@ func BenchmarkFabricOverhead(b *testing.B) {
 		return out
 	}
 	for b.Loop() {
-		for round := 0; moreRounds(round, *rounds, *maxRounds, *width, rps["loopback"], others()...); round++ {
-			for _, m := range modes {
+		for round := 0; moreRounds(round, *rounds, *maxRounds, *width, rps[ref], others()...); round++ {
+			// Every other round runs the modes in reverse, so that what
+			// drifts within a round (the second run finds the machine
+			// warmer, its page cache fuller) falls on each side of a ratio
+			// as often as on the other.
+			order := slices.Clone(modes)
+			if round%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, m := range order {
 				ctx, cancel := context.WithTimeout(b.Context(), runTimeout)
-				res, err := runner.Run(ctx, build.Plans[0], runner.Options{StateDir: b.TempDir(), Network: m.network})
+				res, err := runner.Run(ctx, p, runner.Options{StateDir: b.TempDir(), Network: m.network})
 				cancel()
 				if err != nil {
 					b.Fatalf("%s: %v", m.name, err)
 				}
-				p, _ := res.Phase("load")
-				perReq := runnerCPUPerRequest(p)
-				rps[m.name] = append(rps[m.name], p.Total.Throughput)
+				ph, _ := res.Phase("load")
+				perReq := runnerCPUPerRequest(ph)
+				rps[m.name] = append(rps[m.name], ph.Total.Throughput)
 				cpu[m.name] = append(cpu[m.name], perReq)
-				b.Logf("round %d %-10s %.0f put/s, p99 %.1f ms, runner CPU %.1f µs/put", round+1, m.name, p.Total.Throughput, p.Total.Latency.P99MS, perReq)
+				b.Logf("round %d %-10s %.0f put/s, p99 %.1f ms, runner CPU %.1f µs/put", round+1, m.name, ph.Total.Throughput, ph.Total.Latency.P99MS, perReq)
 			}
 		}
 	}
+	return rps, cpu
+}
+
+// summarise prints every round, then each mode's medians and their ratios
+// to modes[0]'s with the paired interval, and reports those as metrics.
+func summarise(b *testing.B, load string, modes []fabricMode, rps, cpu map[string][]float64) {
+	ref := modes[0].name
 	// Every round, since a benchmark's own log keeps only its first lines.
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\nround\tnetwork\tput/s\trunner CPU µs/put\t")
-	for round := range rps["loopback"] {
+	for round := range rps[ref] {
 		for _, m := range modes {
 			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.1f\t\n", round+1, m.name, rps[m.name][round], cpu[m.name][round])
 		}
 	}
 	tw.Flush()
 	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\netcd put, 1000 clients over 100 conns, 10 s closed loop; %d interleaved rounds; median of the per-round ratios to loopback's with their %.0f%% paired interval;\n"+
+	fmt.Fprintf(tw, "\n%s; %d interleaved rounds; median of the per-round ratios to %s's with their %.0f%% paired interval;\n"+
 		"runner CPU: the load generator, plus the shaper off loopback\n",
-		len(rps["loopback"]), 100*(1-ratioAlpha))
-	fmt.Fprintln(tw, "network\tmedian put/s\tvs loopback [95%]\trunner CPU µs/put\tvs loopback [95%]\t")
+		load, len(rps[ref]), ref, 100*(1-ratioAlpha))
+	fmt.Fprintf(tw, "network\tmedian put/s\tvs %s [95%%]\trunner CPU µs/put\tvs %s [95%%]\t\n", ref, ref)
 	for _, m := range modes {
-		r := ratioOf(rps["loopback"], rps[m.name])
-		c := ratioOf(cpu["loopback"], cpu[m.name])
+		r := ratioOf(rps[ref], rps[m.name])
+		c := ratioOf(cpu[ref], cpu[m.name])
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t\n", m.name, results.Median(rps[m.name]), r, results.Median(cpu[m.name]), c)
-		if m.name != "loopback" {
+		if m.name != ref {
 			r.report(b, m.name+"_ratio")
 			c.report(b, m.name+"_cpu_ratio")
-			b.ReportMetric(results.Median(cpu[m.name])-results.Median(cpu["loopback"]), m.name+"_shaper_µs/put")
+			b.ReportMetric(results.Median(cpu[m.name])-results.Median(cpu[ref]), m.name+"_cpu_over_"+ref+"_µs/put")
 		}
 	}
 	tw.Flush()
