@@ -21,6 +21,23 @@ func routesTo(t *testing.T, f *Fabric, h, dst string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// waitRoute waits until from's route to to goes through the TUN device,
+// or does not, as viaShaper says, and returns when it changed.
+func waitRoute(t *testing.T, f *Fabric, from, to string, viaShaper bool) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := routesTo(t, f, from, to)
+		if strings.Contains(r, tunName) == viaShaper {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's route to %s is %q after 5 s, want one through %s: %v", from, to, r, tunName, viaShaper)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestBypass: with the bypass, a pair whose link shapes nothing goes
 // through the kernel (the shaper never sees its packets), a pair whose
 // link shapes something goes through the shaper and is shaped, each
@@ -51,6 +68,10 @@ func TestBypass(t *testing.T) {
 	} {
 		f.SetLink(f.Host("a"), f.Host("b"), s.ab)
 		f.SetLink(f.Host("b"), f.Host("a"), s.ba)
+		// A pair leaves the shaper some milliseconds after its link is
+		// untouched (leaveShaper).
+		waitRoute(t, f, "a", "b", s.shaperAB)
+		waitRoute(t, f, "b", "a", s.shaperBA)
 		e.roundTrips(t, 3) // what was in flight on the old path
 		beforeAB, beforeBA := forwarded("a>b"), forwarded("b>a")
 		m := median(e.roundTrips(t, 20))
@@ -148,5 +169,22 @@ func TestBypassHealKeepsOrder(t *testing.T) {
 	}
 	if n := f.Stats()["a>b"].Forwarded; n >= before+after {
 		t.Errorf("the shaper forwarded %d of a>b's %d datagrams, want the last ones through the kernel", n, before+after)
+	}
+}
+
+// TestBypassLeaveRestarts: a pair shaped again while it waits to leave the
+// shaper, and untouched again, waits a whole grace from the last change,
+// not from the first.
+func TestBypassLeaveRestarts(t *testing.T) {
+	f := newFabricWith(t, Options{Bypass: true}, "a", "b")
+	a, b := f.Host("a"), f.Host("b")
+	f.SetLink(a, b, shaper.Link{Delay: time.Millisecond})
+	f.SetLink(a, b, shaper.Link{})
+	time.Sleep(leaveGrace / 2)
+	f.SetLink(a, b, shaper.Link{Delay: time.Millisecond})
+	last := time.Now()
+	f.SetLink(a, b, shaper.Link{})
+	if d := waitRoute(t, f, "a", "b", false).Sub(last); d < leaveGrace {
+		t.Errorf("the pair left the shaper %v after its last heal, want at least %v", d, leaveGrace)
 	}
 }
