@@ -147,7 +147,7 @@ func summarise(b *testing.B, load string, modes []fabricMode, rps, cpu map[strin
 	tw.Flush()
 	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\n%s; %d interleaved rounds; median of the per-round ratios to %s's with their %.0f%% paired interval;\n"+
-		"runner CPU: the load generator, plus the shaper off loopback\n",
+		"runner CPU: the load generator, plus the shaper (in the runner's process) where packets go through it\n",
 		load, len(rps[ref]), ref, 100*(1-ratioAlpha))
 	fmt.Fprintf(tw, "network\tmedian put/s\tvs %s [95%%]\trunner CPU µs/put\tvs %s [95%%]\t\n", ref, ref)
 	for _, m := range modes {

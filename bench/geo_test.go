@@ -9,7 +9,7 @@ import (
 // geoScenario is a shaped run: a 3-node etcd over three regions 20 ms
 // apart, and 200 closed-loop put clients in n1's region, between which
 // nothing is declared. The members' links are shaped; the clients' hop to
-// n1 and n1's own observer pairs are not.
+// n1 and the runner's observer's pairs are not.
 const geoScenario = `
 cluster "main" {
   store     = "etcd"
