@@ -188,3 +188,67 @@ func TestStepsMergeBetweenCuts(t *testing.T) {
 		t.Errorf("watchers %v; want max 6 and the last level %d", g, 1999%7)
 	}
 }
+
+// timedScraper records when each node was scraped.
+type timedScraper struct {
+	mu  sync.Mutex
+	at  map[int][]time.Time
+	end chan struct{} // closed once Run's ctx ended: later scrapes are its last round
+}
+
+func (s *timedScraper) Scrape(_ context.Context, node int) (stores.MetricSnapshot, error) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.end:
+	default:
+		s.at[node] = append(s.at[node], now)
+	}
+	return stores.MetricSnapshot{At: now, Values: map[string]stores.MetricValue{"failed": {Value: 1}}}, nil
+}
+func (s *timedScraper) Close() error { return nil }
+
+func TestStagger(t *testing.T) {
+	every := time.Second
+	for _, tc := range []struct {
+		nodes int
+		want  []time.Duration
+	}{
+		{1, []time.Duration{500 * time.Millisecond}},
+		{2, []time.Duration{250 * time.Millisecond, 750 * time.Millisecond}},
+		{3, []time.Duration{every / 6, every / 2, every * 5 / 6}},
+	} {
+		for n, want := range tc.want {
+			if got := Stagger(n, tc.nodes, every); got != want {
+				t.Errorf("Stagger(%d, %d) = %v, want %v", n, tc.nodes, got, want)
+			}
+		}
+	}
+}
+
+// TestRunStaggers checks that after the first round, taken at once, no two
+// nodes are scraped at the same moment: each keeps its own offset in the
+// interval, half an interval from the other's.
+func TestRunStaggers(t *testing.T) {
+	const every = 400 * time.Millisecond
+	s := &timedScraper{at: map[int][]time.Time{}, end: make(chan struct{})}
+	r := New(s, testMetrics, 2, time.Now(), nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*every+every/2)
+	defer cancel()
+	context.AfterFunc(ctx, func() { close(s.end) })
+	r.Run(ctx, every)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, second := s.at[1], s.at[2]
+	if len(first) < 3 || len(second) < 3 {
+		t.Fatalf("scrapes before the end: node 1 %d, node 2 %d; want at least 3 each", len(first), len(second))
+	}
+	for _, b := range second[1:] {
+		for _, a := range first[1:] {
+			if d := b.Sub(a).Abs(); d < every/4 {
+				t.Errorf("nodes 1 and 2 scraped %v apart; want about %v (staggered)", d, every/2)
+			}
+		}
+	}
+}
