@@ -102,13 +102,13 @@ func New(scraper stores.MetricScraper, metrics []stores.ServerMetric, nodes int,
 // /metrics is a few milliseconds of its CPU), and three members doing it
 // at the same moment, beside the collector's own tick, kept both cores of a
 // small machine busy for 10-20 ms once a second. An open-loop arrival due
-// then went out late: in a soak at 100 requests/s, most late starts fell
-// in that window.
+// then went out late: in a soak at 100 requests/s, a third to a half of
+// the late starts fell in that window.
 func (r *Recorder) Run(ctx context.Context, every time.Duration) {
 	r.ScrapeAll(ctx, every)
 	var wg sync.WaitGroup
 	for n := range r.nodes {
-		wg.Go(func() { r.scrapeEvery(ctx, n, every, Stagger(n, r.nodes, every)) })
+		wg.Go(func() { r.scrapeEvery(ctx, n, every, stagger(n, r.nodes, every)) })
 	}
 	wg.Wait()
 	fctx, cancel := context.WithTimeout(context.Background(), every)
@@ -116,9 +116,9 @@ func (r *Recorder) Run(ctx context.Context, every time.Duration) {
 	cancel()
 }
 
-// Stagger is node n's (of nodes) offset in every: the nodes spread evenly
+// stagger is node n's (of nodes) offset in every: the nodes spread evenly
 // over the interval, none at its start, where the collector ticks.
-func Stagger(n, nodes int, every time.Duration) time.Duration {
+func stagger(n, nodes int, every time.Duration) time.Duration {
 	return every * time.Duration(2*n+1) / time.Duration(2*nodes)
 }
 

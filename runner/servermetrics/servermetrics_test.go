@@ -220,8 +220,8 @@ func TestStagger(t *testing.T) {
 		{3, []time.Duration{every / 6, every / 2, every * 5 / 6}},
 	} {
 		for n, want := range tc.want {
-			if got := Stagger(n, tc.nodes, every); got != want {
-				t.Errorf("Stagger(%d, %d) = %v, want %v", n, tc.nodes, got, want)
+			if got := stagger(n, tc.nodes, every); got != want {
+				t.Errorf("stagger(%d, %d) = %v, want %v", n, tc.nodes, got, want)
 			}
 		}
 	}
@@ -231,7 +231,7 @@ func TestStagger(t *testing.T) {
 // nodes are scraped at the same moment: each keeps its own offset in the
 // interval, half an interval from the other's.
 func TestRunStaggers(t *testing.T) {
-	const every = 400 * time.Millisecond
+	const every = 600 * time.Millisecond
 	s := &timedScraper{at: map[int][]time.Time{}, end: make(chan struct{})}
 	r := New(s, testMetrics, 2, time.Now(), nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*every+every/2)
