@@ -49,6 +49,7 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	}
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
+	spreadScrapes(x.clusters)
 	for _, c := range x.clusters {
 		bg.Go(func() { c.coll.Run(bgCtx) })
 		bg.Go(func() { c.pollLeader(bgCtx) })
@@ -208,6 +209,25 @@ func (c *clusterRun) startPlay() error {
 		c.engines[w.Name] = eng
 	}
 	return nil
+}
+
+// spreadScrapes gives every node whose metrics are scraped, over every
+// cluster, its own moment of the second: the clusters' collectors and
+// recorders start together.
+func spreadScrapes(clusters []*clusterRun) {
+	total := 0
+	for _, c := range clusters {
+		if c.server != nil {
+			total += c.server.Nodes()
+		}
+	}
+	first := 0
+	for _, c := range clusters {
+		if c.server != nil {
+			c.server.Spread(first, total)
+			first += c.server.Nodes()
+		}
+	}
 }
 
 // serverScrapeInterval is how often the stores' own metrics are read: a

@@ -40,6 +40,9 @@ type Recorder struct {
 	base    time.Time
 	cuts    []time.Duration // sorted
 	log     *slog.Logger
+	// first and total place this recorder's nodes among every node the
+	// run scrapes (see Spread): node n takes slot first+n of total.
+	first, total int
 
 	mu    sync.Mutex
 	prev  []map[string]stores.MetricValue // per node: its last snapshot's values
@@ -91,7 +94,20 @@ func New(scraper stores.MetricScraper, metrics []stores.ServerMetric, nodes int,
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Recorder{scraper: scraper, metrics: metrics, nodes: nodes, base: base, cuts: slices.Sorted(slices.Values(cuts)), log: log,
-		prev: make([]map[string]stores.MetricValue, nodes), steps: make([][]step, nodes)}
+		total: nodes, prev: make([]map[string]stores.MetricValue, nodes), steps: make([][]step, nodes)}
+}
+
+// Nodes is how many nodes the recorder scrapes.
+func (r *Recorder) Nodes() int { return r.nodes }
+
+// Spread places this recorder's nodes at slots first to first+Nodes()-1 of
+// total, the nodes of every recorder of a run, so that the recorders of
+// several clusters, started together, read no two nodes at the same moment
+// either. Call it before Run; slots that do not fit are ignored.
+func (r *Recorder) Spread(first, total int) {
+	if first >= 0 && first+r.nodes <= total {
+		r.first, r.total = first, total
+	}
 }
 
 // Run scrapes every node at once, then each node every interval at its own
@@ -108,7 +124,7 @@ func (r *Recorder) Run(ctx context.Context, every time.Duration) {
 	r.ScrapeAll(ctx, every)
 	var wg sync.WaitGroup
 	for n := range r.nodes {
-		wg.Go(func() { r.scrapeEvery(ctx, n, every, stagger(n, r.nodes, every)) })
+		wg.Go(func() { r.scrapeEvery(ctx, n, every, stagger(r.first+n, r.total, every)) })
 	}
 	wg.Wait()
 	fctx, cancel := context.WithTimeout(context.Background(), every)
@@ -116,10 +132,10 @@ func (r *Recorder) Run(ctx context.Context, every time.Duration) {
 	cancel()
 }
 
-// stagger is node n's (of nodes) offset in every: the nodes spread evenly
-// over the interval, none at its start, where the collector ticks.
-func stagger(n, nodes int, every time.Duration) time.Duration {
-	return every * time.Duration(2*n+1) / time.Duration(2*nodes)
+// stagger is slot n's (of slots) offset in every: the slots spread evenly
+// over the interval, none at its start, where the collectors tick.
+func stagger(n, slots int, every time.Duration) time.Duration {
+	return every * time.Duration(2*n+1) / time.Duration(2*slots)
 }
 
 // scrapeEvery scrapes node n every interval from offset on, until ctx ends.

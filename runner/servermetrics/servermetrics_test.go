@@ -229,26 +229,69 @@ func TestStagger(t *testing.T) {
 
 // TestRunStaggers checks that after the first round, taken at once, no two
 // nodes are scraped at the same moment: each keeps its own offset in the
-// interval, half an interval from the other's.
+// interval, half an interval from the other's. The nodes are those of one
+// recorder, or of two recorders (two clusters) spread over the run's nodes.
 func TestRunStaggers(t *testing.T) {
 	const every = 600 * time.Millisecond
-	s := &timedScraper{at: map[int][]time.Time{}, end: make(chan struct{})}
-	r := New(s, testMetrics, 2, time.Now(), nil, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*every+every/2)
-	defer cancel()
-	context.AfterFunc(ctx, func() { close(s.end) })
-	r.Run(ctx, every)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	first, second := s.at[1], s.at[2]
-	if len(first) < 3 || len(second) < 3 {
-		t.Fatalf("scrapes before the end: node 1 %d, node 2 %d; want at least 3 each", len(first), len(second))
-	}
-	for _, b := range second[1:] {
-		for _, a := range first[1:] {
-			if d := b.Sub(a).Abs(); d < every/4 {
-				t.Errorf("nodes 1 and 2 scraped %v apart; want about %v (staggered)", d, every/2)
+	for _, tc := range []struct {
+		name   string
+		nodes  []int // per recorder
+		spread bool
+	}{
+		{"one cluster", []int{2}, false},
+		{"two clusters", []int{1, 1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*every+every/2)
+			defer cancel()
+			var (
+				scrapers []*timedScraper
+				wg       sync.WaitGroup
+				first    int
+			)
+			for _, n := range tc.nodes {
+				s := &timedScraper{at: map[int][]time.Time{}, end: make(chan struct{})}
+				context.AfterFunc(ctx, func() { close(s.end) })
+				r := New(s, testMetrics, n, time.Now(), nil, nil)
+				if tc.spread {
+					r.Spread(first, 2)
+					first += n
+				}
+				scrapers = append(scrapers, s)
+				wg.Go(func() { r.Run(ctx, every) })
 			}
-		}
+			wg.Wait()
+			var times [][]time.Time // per node of the run
+			for _, s := range scrapers {
+				s.mu.Lock()
+				for node := 1; node <= len(s.at); node++ {
+					times = append(times, s.at[node])
+				}
+				s.mu.Unlock()
+			}
+			a, b := times[0], times[1]
+			if len(a) < 3 || len(b) < 3 {
+				t.Fatalf("scrapes before the end: %d and %d; want at least 3 each", len(a), len(b))
+			}
+			for _, tb := range b[1:] {
+				for _, ta := range a[1:] {
+					if d := tb.Sub(ta).Abs(); d < every/4 {
+						t.Errorf("the two nodes were scraped %v apart; want about %v (staggered)", d, every/2)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSpreadIgnoresSlotsThatDoNotFit(t *testing.T) {
+	r := New(nil, testMetrics, 3, time.Time{}, nil, nil)
+	r.Spread(2, 4) // slots 2..4 of 4: does not fit
+	if r.first != 0 || r.total != 3 {
+		t.Errorf("after Spread(2, 4) of 3 nodes: first %d, total %d; want 0 and 3", r.first, r.total)
+	}
+	r.Spread(1, 4)
+	if r.first != 1 || r.total != 4 {
+		t.Errorf("after Spread(1, 4): first %d, total %d; want 1 and 4", r.first, r.total)
 	}
 }
