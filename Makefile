@@ -30,7 +30,7 @@ run: build
 test: vet test-unit test-integration
 
 test-unit:
-	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul$$ -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$ -e /runner/kube -e /runner/worker)
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e /stores/etcd -e /stores/zookeeper -e /stores/consul -e /runner$$ -e /runner/process -e /runner/container -e /images -e /cmd/scenario -e /fabric$$ -e /runner/kube -e /runner/worker)
 
 test-integration:
 	$(GO) test -race -p 2 -count=1 -timeout 30m -skip '^TestKube' ./stores/consul/ ./cmd/scenario/ ./stores/etcd/ ./stores/zookeeper/ ./runner/process/ ./runner/container/ ./images/ ./runner/worker/
