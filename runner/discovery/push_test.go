@@ -106,17 +106,29 @@ func (w *fakeWriter) Run(ctx context.Context, l plan.LoadSpec, start time.Durati
 	return workload.Stats{}, nil
 }
 
-func playPush(t *testing.T, kv *fakeKV) (PushReport, *samples) {
+// pushEnd is when playPush's workload ends: samples of writes sent at or
+// after it fall outside the phases and are not recorded.
+const pushEnd = 300 * time.Millisecond
+
+// playPush plays two loads of writes with 3 watchers, and returns the
+// report, the samples and how many writes were sent before pushEnd.
+func playPush(t *testing.T, kv *fakeKV) (PushReport, *samples, int) {
 	t.Helper()
 	spec := plan.WorkloadSpec{Name: "cfg", KeyPrefix: "/cfg/", Watchers: 3, Mix: []plan.OpWeight{{Op: plan.OpPut, Weight: 1}}}
 	sink := &samples{}
 	base := time.Now().Add(20 * time.Millisecond) // as the runner's: the watchers list before it
 	var e *PushEngine
-	writer := &fakeWriter{kv: kv, base: base, written: func(op workload.HistoryOp) { e.Written(op) }}
+	inTime := 0
+	writer := &fakeWriter{kv: kv, base: base, written: func(op workload.HistoryOp) {
+		if op.Call < pushEnd {
+			inTime++
+		}
+		e.Written(op)
+	}}
 	// A value written before the watchers list, as a preload would.
 	pre := workload.AppendValue(nil, 16, workload.PreloadWriter, 0)
 	kv.put("/cfg/k0", pre)
-	e, err := NewPush(spec, PushConfig{Watcher: kv, Load: writer, Sink: sink, Base: base, End: 300 * time.Millisecond})
+	e, err := NewPush(spec, PushConfig{Watcher: kv, Load: writer, Sink: sink, Base: base, End: pushEnd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,25 +141,31 @@ func playPush(t *testing.T, kv *fakeKV) (PushReport, *samples) {
 	if _, err := e.Run(ctx, load, 150*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	return e.Report(), sink
+	return e.Report(), sink, inTime
 }
 
 func TestPushEngine(t *testing.T) {
 	kv := newFakeKV()
 	kv.slow = 100 * time.Microsecond
-	rep, s := playPush(t, kv)
+	rep, s, inTime := playPush(t, kv)
 	if !rep.Watch.OK() || rep.Watch.Watchers != 3 {
 		t.Fatalf("watch verdict %+v; want kept promises of 3 watchers", rep.Watch)
 	}
 	if rep.Writes == 0 || rep.FannedOut != rep.Writes {
 		t.Errorf("%d of %d writes fanned out; every watcher is told every write", rep.FannedOut, rep.Writes)
 	}
-	if n := len(s.of(plan.OpNotify)); n != 3*rep.Writes {
-		t.Errorf("%d notify samples for %d writes and 3 watchers", n, rep.Writes)
+	// Only writes sent before the end have samples. On a busy machine the
+	// writer's goroutine once ran so late that all of them came after it
+	// (0 samples for 6 writes in a CI run).
+	if inTime < rep.Writes {
+		t.Logf("%d of %d writes were sent after the workload's end: no samples for them", rep.Writes-inTime, rep.Writes)
+	}
+	if n := len(s.of(plan.OpNotify)); n != 3*inTime {
+		t.Errorf("%d notify samples for %d writes sent in time and 3 watchers", n, inTime)
 	}
 	fan := s.of(plan.OpFanout)
-	if len(fan) != rep.FannedOut {
-		t.Errorf("%d fanout samples, %d fanned out", len(fan), rep.FannedOut)
+	if len(fan) != inTime {
+		t.Errorf("%d fanout samples, %d writes sent in time (all %d fanned out)", len(fan), inTime, rep.FannedOut)
 	}
 	for _, x := range append(fan, s.of(plan.OpNotify)...) {
 		if x.End < x.Intended || x.Start < x.Intended || x.Start > x.End {
@@ -161,7 +179,7 @@ func TestPushEngineCatchesADroppedEvent(t *testing.T) {
 	// Early: a busy machine may stretch the writer's 2 ms sleeps to tens
 	// of milliseconds, leaving only a few writes in the 250 ms of load.
 	kv.dropNth = 3
-	rep, _ := playPush(t, kv)
+	rep, _, _ := playPush(t, kv)
 	if rep.Watch.OK() {
 		t.Fatalf("watcher 1 lost an event, but the verdict is %+v", rep.Watch)
 	}
