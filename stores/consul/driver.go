@@ -6,10 +6,11 @@ import (
 
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
+	"github.com/coordlab/scenario/stores/consul/consulmod"
 )
 
 // DefaultVersion is the Consul a cluster runs when it names no version.
-const DefaultVersion = "1.20.2"
+const DefaultVersion = consulmod.DefaultVersion
 
 // imageServer is where the official image keeps the server.
 const imageServer = "/bin/consul"
