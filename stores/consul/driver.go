@@ -6,11 +6,10 @@ import (
 
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
-	"github.com/coordlab/scenario/stores/consul/consulmod"
 )
 
 // DefaultVersion is the Consul a cluster runs when it names no version.
-const DefaultVersion = consulmod.DefaultVersion
+const DefaultVersion = "1.20.2"
 
 // imageServer is where the official image keeps the server.
 const imageServer = "/bin/consul"

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/coordlab/scenario/stores/consul/consulmod"
+	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores/gobuild"
 )
 
@@ -24,6 +24,17 @@ type InstallOptions struct {
 	Progress io.Writer
 }
 
+const (
+	binaryName = "consul"
+	modulePath = "github.com/hashicorp/consul"
+)
+
+// buildEnv is what fetching Consul's module needs beyond gobuild's own
+// settings: the checksum database does not answer for Consul's submodules
+// (api, sdk, proto-public, ...) nor for consul-awsauth, so they are fetched
+// unverified. The throwaway module's go.sum still pins what was fetched.
+var buildEnv = []string{"GONOSUMDB=github.com/hashicorp/consul/*,github.com/hashicorp/consul-awsauth"}
+
 // Install returns the path of a Consul agent binary of opts.Version,
 // building it from Consul's Go module on first use (about four minutes on
 // two cores) and reusing the cached binary afterwards. Concurrent installs
@@ -33,7 +44,7 @@ func Install(ctx context.Context, opts InstallOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path, err := gobuild.Install(ctx, opts.CacheDir, consulmod.Target(v), opts.Progress)
+	path, err := gobuild.Install(ctx, opts.CacheDir, target(v), opts.Progress)
 	if err != nil {
 		return "", fmt.Errorf("install consul %s: %w", v, err)
 	}
@@ -47,11 +58,42 @@ func Exists(version, cacheDir string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return gobuild.Exists(cacheDir, consulmod.Target(v))
+	return gobuild.Exists(cacheDir, target(v))
 }
 
 // DefaultCacheDir is the store binary cache used when no directory is given.
 func DefaultCacheDir() (string, error) { return gobuild.DefaultCacheDir() }
 
-// ParseVersion accepts "1.20.2" and "v1.20.2" (see consulmod.ParseVersion).
-func ParseVersion(s string) (gobuild.Version, error) { return consulmod.ParseVersion(s) }
+// target is the gobuild target of version v. The agent is the module's
+// root package, so package and module are the same path.
+func target(v gobuild.Version) gobuild.Target {
+	return gobuild.Target{
+		Store: "consul", Version: v.String(), Name: binaryName,
+		Pkg: modulePath, Module: modulePath, ModVersion: v.String(),
+		Env:  buildEnv,
+		Hint: "4 to 10 minutes on 2 cores, less with a warm Go build cache",
+	}
+}
+
+// maxComponent bounds each number of a release: Consul's are short, and
+// a bound keeps fuzzed versions from meaning anything.
+const maxComponent = 9999
+
+// ParseVersion accepts "1.20.2" and "v1.20.2". Pre-releases are allowed
+// because Consul publishes them as module versions (v1.21.0-rc1); build
+// metadata ("+ent") is not: the enterprise build is not on the module
+// proxy. Only 1.x exists as module github.com/hashicorp/consul; a v2 would
+// need a /v2 module path.
+func ParseVersion(s string) (gobuild.Version, error) {
+	v, err := gobuild.ParseVersion(plan.StoreConsul, DefaultVersion, s)
+	if err != nil {
+		return gobuild.Version{}, err
+	}
+	if v.Minor > maxComponent || v.Patch > maxComponent {
+		return gobuild.Version{}, fmt.Errorf("consul version %q: want a release like 1.20.2", s)
+	}
+	if v.Major != 1 {
+		return gobuild.Version{}, fmt.Errorf("consul version %q: only 1.x releases are supported", s)
+	}
+	return v, nil
+}

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/coordlab/scenario/stores/consul/consulmod"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -76,7 +74,7 @@ func TestTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := consulmod.Target(v)
+	got := target(v)
 	if got.Store != "consul" || got.Version != "v1.20.2" || got.Name != "consul" ||
 		got.Pkg != "github.com/hashicorp/consul" || got.Module != "github.com/hashicorp/consul" || got.ModVersion != "v1.20.2" {
 		t.Errorf("target = %+v", got)

@@ -181,8 +181,20 @@ func build(ctx context.Context, t Target, dst string) error {
 	defer os.RemoveAll(outDir)
 	out := filepath.Join(outDir, filepath.Base(dst))
 
-	if err := fetch(ctx, goBin, modDir, t); err != nil {
+	if err := runGo(ctx, goBin, modDir, t.Env, "mod", "init", "scenario.local/"+t.Store+"-build"); err != nil {
 		return err
+	}
+	// -tool keeps the requirement (and its go.sum lines) even if
+	// something tidies the module; a plain require would lose them.
+	if err := runGo(ctx, goBin, modDir, t.Env, "get", "-tool", t.Pkg+"@"+t.ModVersion); err != nil {
+		// The go command names the last module path it tried, which
+		// may be a package directory; say which module was meant.
+		return &FetchError{Module: t.Module, Version: t.ModVersion, Err: err}
+	}
+	if len(t.Upgrade) > 0 {
+		if err := runGo(ctx, goBin, modDir, t.Env, append([]string{"get"}, t.Upgrade...)...); err != nil {
+			return fmt.Errorf("upgrade %s's libraries: %w", t.Name, err)
+		}
 	}
 	// Without debug information (DWARF, the symbol table): a store binary
 	// is run and measured, never stepped through in a debugger, and its
@@ -200,50 +212,6 @@ func build(ctx context.Context, t Target, dst string) error {
 		return fmt.Errorf("move built binary into the cache: %w", err)
 	}
 	return nil
-}
-
-// fetch makes modDir a module that requires t's package at its version
-// (and t's upgrades), which downloads into the Go module cache every
-// module that building the package needs.
-func fetch(ctx context.Context, goBin, modDir string, t Target) error {
-	if err := runGo(ctx, goBin, modDir, t.Env, "mod", "init", "scenario.local/"+t.Store+"-build"); err != nil {
-		return err
-	}
-	// -tool keeps the requirement (and its go.sum lines) even if
-	// something tidies the module; a plain require would lose them.
-	if err := runGo(ctx, goBin, modDir, t.Env, "get", "-tool", t.Pkg+"@"+t.ModVersion); err != nil {
-		// The go command names the last module path it tried, which
-		// may be a package directory; say which module was meant.
-		return &FetchError{Module: t.Module, Version: t.ModVersion, Err: err}
-	}
-	if len(t.Upgrade) > 0 {
-		if err := runGo(ctx, goBin, modDir, t.Env, append([]string{"get"}, t.Upgrade...)...); err != nil {
-			return fmt.Errorf("upgrade %s's libraries: %w", t.Name, err)
-		}
-	}
-	return nil
-}
-
-// Fetch downloads into the Go module cache what building t needs, and
-// builds nothing: a later Install then only compiles. The download waits
-// on the network (Consul's, 400 MB, took 2.8 minutes cold on two cores),
-// so a machine setting up can fetch while it compiles something else.
-// With t's binary already cached there is nothing to fetch. Concurrent
-// fetches and installs are safe: the go command locks the module cache.
-func Fetch(ctx context.Context, cacheDir string, t Target) error {
-	if _, ok := Exists(cacheDir, t); ok {
-		return nil
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("fetching %s needs the go command on PATH: %w", t.Name, err)
-	}
-	modDir, err := os.MkdirTemp("", "scenario-"+t.Store+"-fetch-")
-	if err != nil {
-		return fmt.Errorf("temp module: %w", err)
-	}
-	defer os.RemoveAll(modDir)
-	return fetch(ctx, goBin, modDir, t)
 }
 
 // buildDirPrefix names the temporary output dirs of one binary's builds.

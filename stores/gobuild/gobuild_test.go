@@ -125,64 +125,6 @@ func TestInstallUpgradesLibraries(t *testing.T) {
 	prints(bin, "v1.1.0")
 }
 
-// Fetch downloads what a build needs and builds nothing; an Install after
-// it builds with the network (here the proxy) turned off. With the binary
-// cached, Fetch does not even look for the module.
-func TestFetchThenBuildOffline(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command on PATH")
-	}
-	proxy := t.TempDir()
-	publish(t, proxy, "example.test/lib", "v1.0.0", map[string]string{
-		"go.mod": "module example.test/lib\n\ngo 1.21\n",
-		"lib.go": "package lib\n\nconst Version = \"v1.0.0\"\n",
-	})
-	publish(t, proxy, "example.test/cmd", "v1.0.0", map[string]string{
-		"go.mod":  "module example.test/cmd\n\ngo 1.21\n\nrequire example.test/lib v1.0.0\n",
-		"main.go": "package main\n\nimport \"example.test/lib\"\n\nfunc main() { println(lib.Version) }\n",
-	})
-	modCacheDir := t.TempDir()
-	modCache := "GOMODCACHE=" + modCacheDir
-	t.Cleanup(func() {
-		clean := exec.Command("go", "clean", "-modcache")
-		clean.Env = append(os.Environ(), modCache)
-		if out, err := clean.CombinedOutput(); err != nil {
-			t.Errorf("go clean -modcache: %v\n%s", err, out)
-		}
-	})
-	cache := t.TempDir()
-	target := Target{Store: "demo", Version: "v1.0.0", Name: "cmd",
-		Pkg: "example.test/cmd", Module: "example.test/cmd", ModVersion: "v1.0.0",
-		Env: []string{"GOPROXY=file://" + filepath.ToSlash(proxy), "GOSUMDB=off", modCache}}
-	if err := Fetch(t.Context(), cache, target); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := Exists(cache, target); ok {
-		t.Fatal("Fetch built the binary")
-	}
-	for _, m := range []string{"example.test/cmd", "example.test/lib"} {
-		zip := filepath.Join(modCacheDir, "cache", "download", filepath.FromSlash(m), "@v", "v1.0.0.zip")
-		if _, err := os.Stat(zip); err != nil {
-			t.Errorf("Fetch left %s out of the module cache: %v", m, err)
-		}
-	}
-
-	target.Env = []string{"GOPROXY=off", "GOSUMDB=off", modCache}
-	bin, err := Install(t.Context(), cache, target, nil)
-	if err != nil {
-		t.Fatalf("Install after Fetch, without the proxy: %v", err)
-	}
-	if out, err := exec.Command(bin).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "v1.0.0" {
-		t.Errorf("%s printed %q (%v), want v1.0.0", bin, out, err)
-	}
-	// Built: nothing to fetch, so no go command runs (it would fail here,
-	// the module being unknown to an empty cache without a proxy).
-	target.Env = []string{"GOPROXY=off", "GOMODCACHE=" + t.TempDir()}
-	if err := Fetch(t.Context(), cache, target); err != nil {
-		t.Errorf("Fetch of a built binary: %v", err)
-	}
-}
-
 // publish writes module path@version with files to a GOPROXY=file:// tree.
 func publish(t *testing.T, proxy, path, version string, files map[string]string) {
 	t.Helper()
