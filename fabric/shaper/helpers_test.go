@@ -24,6 +24,10 @@ type memDev struct {
 	closed    chan struct{}
 	dlOnce    sync.Once
 	expired   chan struct{} // closed by a deadline in the past
+
+	// onWrite, if set, runs inside each Write before the frame lands,
+	// as a TUN device's receiving stack runs inside the writer's write(2).
+	onWrite func()
 }
 
 type arrival struct {
@@ -52,6 +56,9 @@ func (d *memDev) Read(b []byte) (int, error) {
 }
 
 func (d *memDev) Write(b []byte) (int, error) {
+	if d.onWrite != nil {
+		d.onWrite()
+	}
 	d.out <- arrival{at: time.Now(), b: slices.Clone(b)}
 	return len(b), nil
 }

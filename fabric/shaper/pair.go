@@ -43,7 +43,13 @@ func newPair(from, to *host) *pair {
 
 // write hands one packet to the destination device.
 func (p *pair) write(ctx context.Context, r *Router, b []byte) {
+	// Counted before the write: writing to a TUN device runs the
+	// destination's network stack in this thread, so whoever that wakes
+	// (a reader of the frame's data) may look at the stats before Write
+	// returns, and must find the frame counted.
+	p.forwarded.Add(1)
 	if _, err := p.dst.Write(b); err != nil {
+		p.forwarded.Add(^uint64(0))
 		p.writeErrs.Add(1)
 		// Devices closed while Run stops are no news.
 		if ctx.Err() == nil && p.warned.CompareAndSwap(false, true) {
@@ -51,7 +57,6 @@ func (p *pair) write(ctx context.Context, r *Router, b []byte) {
 		}
 		return
 	}
-	p.forwarded.Add(1)
 }
 
 // schedule is the pair's goroutine: it sleeps until the head packet is

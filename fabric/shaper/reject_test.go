@@ -2,7 +2,9 @@ package shaper
 
 import (
 	"encoding/binary"
+	"sync"
 	"testing"
+	"time"
 )
 
 // tcpPacket builds an IPv4 TCP segment from 10.99.0.1:40000 to
@@ -102,4 +104,51 @@ func icmpPacket(typ byte) []byte {
 	pkt[20] = typ
 	binary.BigEndian.PutUint16(pkt[22:24], checksum(0, pkt[20:]))
 	return pkt
+}
+
+// TestStatsCountBeforeWrite: writing a frame to a TUN device runs the
+// receiving network stack inside the write, so whatever that wakes (a
+// reader of the data, a sender whose socket a reset ends) may read the
+// stats before Write returns. By then the frame must be counted, or a
+// caller sees its connection reset with no rejection counted (as
+// fabric's TestRejectSegment once did in CI).
+func TestStatsCountBeforeWrite(t *testing.T) {
+	forwarded := func(s PairStats) uint64 { return s.Forwarded }
+	for _, tt := range []struct {
+		name  string
+		opts  Options
+		link  Link
+		dev   int // the device the router writes to: 1 the destination, 0 the sender
+		count func(PairStats) uint64
+	}{
+		{"forwarded at once", Options{}, Link{}, 1, forwarded},
+		{"forwarded, engaged", Options{Engage: true}, Link{}, 1, forwarded},
+		{"forwarded after a delay", Options{}, Link{Delay: time.Millisecond}, 1, forwarded},
+		{"rejected", Options{}, Link{Down: true, Reject: true}, 0, func(s PairStats) uint64 { return s.Rejected }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := startNet(t, 2, tt.opts, func(r *Router) { r.SetLink(hostID(0), hostID(1), tt.link) })
+			var mu sync.Mutex
+			var writes int
+			var counted []uint64
+			// Set before the first packet is sent: the send on the
+			// device's channel orders it before the router's Write.
+			tn.devs[tt.dev].onWrite = func() {
+				mu.Lock()
+				defer mu.Unlock()
+				writes++
+				if c := tt.count(tn.pair(0, 1)); c < uint64(writes) {
+					counted = append(counted, c)
+				}
+			}
+			const n = 50
+			tn.send(0, 1, n, 64, 0)
+			tn.recv(t, tt.dev, n, 5*time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			if len(counted) > 0 {
+				t.Errorf("%d of %d frames were not yet counted when written (the counts then: %v)", len(counted), writes, counted)
+			}
+		})
+	}
 }

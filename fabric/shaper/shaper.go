@@ -392,8 +392,12 @@ func (r *Router) route(ctx context.Context, h *host, rb *readBuf, rng *rand.Rand
 			if reply := rejectReply(pkt); reply != nil {
 				// Back to the sender's own device; Write is safe for
 				// concurrent use. A zero header asks for no offload.
-				if _, err := h.dev.Write(append(make([]byte, r.hlen, r.hlen+len(reply)), reply...)); err == nil {
-					p.rejected.Add(1)
+				// Counted before the write, as pair.write counts: the
+				// reset ends the sender's socket within this Write, and
+				// the sender may read the stats at once.
+				p.rejected.Add(1)
+				if _, err := h.dev.Write(append(make([]byte, r.hlen, r.hlen+len(reply)), reply...)); err != nil {
+					p.rejected.Add(^uint64(0))
 				}
 			}
 		}
