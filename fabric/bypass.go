@@ -2,12 +2,15 @@ package fabric
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -36,7 +39,19 @@ type hostRoutes struct {
 	// meanwhile gets a new one, and a full grace).
 	leaving map[int]uint64
 	moves   uint64 // the last number given
+
+	// mark is a UDP socket in the namespace whose datagrams go to
+	// markAddr through the TUN device: marks that tell how far the shaper
+	// has read it (syncReader). markMu orders the numbers they carry.
+	mark   net.Conn
+	markMu sync.Mutex
+	marked uint64 // the number of the last mark sent
 }
+
+// markAddr is an address in the subnet no host has (hosts go up to
+// 10.99.0.250), routed through every host's TUN device; the shaper reads
+// datagrams to it as marks (shaper.Options.MarkAddr).
+var markAddr = netip.MustParseAddr("10.99.255.254")
 
 // addBypass joins h's namespace to the bridge by a veth pair, routes the
 // whole subnet through it, and opens the netlink socket that later moves
@@ -83,6 +98,22 @@ func (f *Fabric) addBypass(ctx context.Context, h *Host) error {
 		return fmt.Errorf("find %s in %s: %w", tunName, h.ns, err)
 	}
 	h.routes.tun = tun.Attrs().Index
+	// The TUN device has no queueing discipline (openTUN): a mark is read
+	// after every packet sent before it.
+	markRoute := &netlink.Route{
+		LinkIndex: h.routes.tun,
+		Dst:       &net.IPNet{IP: markAddr.AsSlice(), Mask: net.CIDRMask(32, 32)},
+		Src:       h.Addr.AsSlice(),
+		Scope:     netlink.SCOPE_LINK,
+	}
+	if err := nl.RouteAdd(markRoute); err != nil {
+		return fmt.Errorf("route marks through %s in %s: %w", tunName, h.ns, err)
+	}
+	// The discard port: a mark that reached a host would be dropped.
+	h.routes.mark, err = h.DialNetwork(ctx, "udp", netip.AddrPortFrom(markAddr, 9).String())
+	if err != nil {
+		return fmt.Errorf("socket for marks in %s: %w", h.ns, err)
+	}
 	return runIP(ctx, f.ip, "-n", h.ns, "route", "add", subnet.String(), "dev", bypassName, "src", h.Addr.String())
 }
 
@@ -120,36 +151,55 @@ func (f *Fabric) routeLink(c LinkChange) error {
 }
 
 // leaveGrace is how long a pair whose link is untouched again stays in the
-// shaper at least: packets the source's kernel routed to the TUN device
-// before the change and the shaper has not read yet are not counted as
-// queued, and a reader waiting for a core lags by milliseconds (the
-// shaper's lateness p99 under load was 11-13 ms).
+// shaper at least, and how long it must have sent nothing for it to leave
+// (leaveShaper).
 const leaveGrace = 20 * time.Millisecond
 
-// leaveShaper moves from→to back onto the bridge once the shaper holds
-// none of its packets, and leaveGrace has passed: until then a packet
-// sent through the kernel could overtake those still waiting out the old
-// link's delay, a reordering no wire makes. Meanwhile the shaper forwards
-// the pair's new packets behind its queued ones at once, as its link is
-// untouched. The queue empties by the due time of its last packet, so the
-// wait is bounded by the old link's delay, jitter and rate; it ends early
-// if the fabric closes.
+// leaveBusy is how long a pair that keeps sending stays in the shaper
+// after its link became untouched, by default: it then leaves at a moment
+// the shaper holds none of its packets, which can reorder one still on
+// its way into the TUN device. Until then the shaper forwards its packets
+// at once, at the shaper's cost rather than the kernel's.
+const leaveBusy = 500 * time.Millisecond
+
+// leaveShaper moves from→to back onto the bridge once the pair has been
+// quiet for leaveGrace: the shaper holds none of its packets and has read
+// none since the last look, up to a mark sent after it (syncReader). A
+// packet sent through the kernel can then overtake none still on its way
+// through the shaper, a reordering no wire makes. A pair that is never
+// quiet for so long leaves after f.leaveBusy (leaveBusy unless a test
+// sets it), once the shaper holds none of its packets; the wait is bounded by that and the old link's
+// delay, jitter and rate. Meanwhile the shaper forwards the pair's new
+// packets behind its queued ones at once, as its link is untouched. The
+// wait ends early if the fabric closes.
 func (f *Fabric) leaveShaper(from, to *Host, move uint64) {
-	grace := time.NewTimer(leaveGrace)
-	defer grace.Stop()
-	select {
-	case <-f.stop:
-		return
-	case <-grace.C:
-	}
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for f.router.Queued(from.ID, to.ID) > 0 {
+	busyUntil := time.Now().Add(f.leaveBusy)
+	last, wasIdle := f.seenAfterSync(from, to)
+	look := time.NewTimer(leaveGrace)
+	defer look.Stop()
+	for {
 		select {
 		case <-f.stop:
 			return
-		case <-tick.C:
+		case <-look.C:
 		}
+		n, idle := f.seenAfterSync(from, to)
+		if wasIdle && idle && n == last {
+			break
+		}
+		if time.Now().After(busyUntil) {
+			if _, idle := f.router.Seen(from.ID, to.ID); idle {
+				f.log.Debug("a busy pair leaves the shaper", "pair", from.Name+">"+to.Name)
+				break
+			}
+		}
+		last, wasIdle = n, idle
+		next := leaveGrace
+		if !idle {
+			// The old link's queue drains by its last due time.
+			next = time.Millisecond
+		}
+		look.Reset(next)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -163,6 +213,50 @@ func (f *Fabric) leaveShaper(from, to *Host, move uint64) {
 		return
 	}
 	delete(rt.shaped, to.ID)
+}
+
+// seenAfterSync returns the shaper's count of from→to's packets once it
+// has read every packet from put in its TUN device before the call, and
+// whether it holds none of them. A failed sync reports the pair busy.
+func (f *Fabric) seenAfterSync(from, to *Host) (n uint64, idle bool) {
+	if err := f.syncReader(from); err != nil {
+		f.log.Debug("no mark through the shaper", "host", from.Name, "err", err)
+		return 0, false
+	}
+	return f.router.Seen(from.ID, to.ID)
+}
+
+// markTimeout bounds the wait for one mark: the TUN device drops what
+// overflows its queue, marks included.
+const markTimeout = time.Second
+
+// syncReader returns once the shaper has read everything h's kernel put in
+// its TUN device before the call: a mark sent through the device behind
+// those packets comes back from the shaper's count of marks (Marked).
+func (f *Fabric) syncReader(h *Host) error {
+	rt := h.routes
+	rt.markMu.Lock()
+	rt.marked++
+	n := rt.marked
+	_, err := rt.mark.Write(binary.BigEndian.AppendUint64(nil, n))
+	rt.markMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("send mark %d: %w", n, err)
+	}
+	deadline := time.Now().Add(markTimeout)
+	poll := time.NewTicker(100 * time.Microsecond)
+	defer poll.Stop()
+	for f.router.Marked(h.ID) < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mark %d not read in %v", n, markTimeout)
+		}
+		select {
+		case <-f.stop:
+			return errors.New("fabric closed")
+		case <-poll.C:
+		}
+	}
+	return nil
 }
 
 // shaperRoute is from's route to to's address alone through its TUN
@@ -186,6 +280,9 @@ func (f *Fabric) closeBridge(ctx context.Context) error {
 	for _, h := range f.hosts {
 		if h.routes != nil {
 			h.routes.nl.Close()
+			if h.routes.mark != nil {
+				h.routes.mark.Close()
+			}
 		}
 		if h.attach != 0 && h.bridged {
 			if err := runIP(ctx, f.ip, "-n", f.bridge, "link", "del", vethName(h)); err != nil {

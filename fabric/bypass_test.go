@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"context"
+	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/fabric/shaper"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // routesTo lists the routes in h's namespace to exactly dst's address.
@@ -105,7 +108,9 @@ func TestBypass(t *testing.T) {
 // still holds its packets (a delay ends under traffic) moves back to the
 // kernel only once they are out, so no later packet overtakes them.
 func TestBypassHealKeepsOrder(t *testing.T) {
-	f := newFabricWith(t, Options{Bypass: true}, "a", "b")
+	// The pair stays in the shaper while the test sends, however slowly a
+	// busy machine lets it send.
+	f := newFabricWith(t, Options{Bypass: true, leaveBusy: time.Minute}, "a", "b")
 	const delay = 30 * time.Millisecond
 	f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{Delay: delay})
 	addr, _, pc := listenIn(t, f.Host("b"), "udp")
@@ -139,10 +144,10 @@ func TestBypassHealKeepsOrder(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
-	// 200 packets before the heal, at least 20 ms, and 600 after it, at
-	// least 60 ms: more than the delay, so the last of them take the
-	// kernel's path.
-	const before, after = 200, 600
+	// 200 packets before the heal, at least 20 ms, 600 after it, at least
+	// 60 ms, more than the delay, and 200 once the pair has left the
+	// shaper, through the kernel.
+	const before, after, kernel = 200, 600, 200
 	send(0, before)
 	queued := f.router.Queued(f.Host("a").ID, f.Host("b").ID)
 	f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{})
@@ -150,6 +155,9 @@ func TestBypassHealKeepsOrder(t *testing.T) {
 		t.Errorf("healed with %d packets queued, a's route to b is %q at once, want it through %s until they are out", queued, r, tunName)
 	}
 	send(before, after)
+	waitRoute(t, f, "a", "b", false)
+	shaped := f.Stats()["a>b"].Forwarded
+	send(before+after, kernel)
 	seqs := <-got
 	out := 0
 	for i := 1; i < len(seqs); i++ {
@@ -157,18 +165,79 @@ func TestBypassHealKeepsOrder(t *testing.T) {
 			out++
 		}
 	}
-	t.Logf("%d packets queued at the heal; %d of %d datagrams arrived, %d after a later one", queued, len(seqs), before+after, out)
+	t.Logf("%d packets queued at the heal; %d of %d datagrams arrived, %d after a later one", queued, len(seqs), before+after+kernel, out)
 	if queued == 0 {
 		t.Fatalf("nothing queued at the heal: the test sends too slowly for a %v delay", delay)
 	}
-	if out > 0 || len(seqs) < (before+after)*9/10 {
-		t.Errorf("%d datagrams of %d arrived, %d of them after a later one; want them all, in order", len(seqs), before+after, out)
+	if total := before + after + kernel; out > 0 || len(seqs) < total*9/10 {
+		t.Errorf("%d datagrams of %d arrived, %d of them after a later one; want them all, in order", len(seqs), total, out)
 	}
-	if r := routesTo(t, f, "a", "b"); r != "" {
-		t.Errorf("after the shaper's queue emptied, a's route to b is %q, want none (the bridge's)", r)
+	if n := f.Stats()["a>b"].Forwarded; n != shaped {
+		t.Errorf("the shaper forwarded %d of a>b's datagrams after the pair left it, want none", n-shaped)
 	}
-	if n := f.Stats()["a>b"].Forwarded; n >= before+after {
-		t.Errorf("the shaper forwarded %d of a>b's %d datagrams, want the last ones through the kernel", n, before+after)
+}
+
+// TestBypassLeaveBusy: a healed pair that keeps sending stays in the
+// shaper, and leaves it once it has been quiet for leaveGrace or busy for
+// leaveBusy, whichever comes first.
+func TestBypassLeaveBusy(t *testing.T) {
+	f := newFabricWith(t, Options{Bypass: true, leaveBusy: time.Minute}, "a", "b")
+	a, b := f.Host("a"), f.Host("b")
+	addr, _, _ := listenIn(t, b, "udp")
+	c, err := a.DialNetwork(context.Background(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// blast sends every 100 µs or so until stopped, and returns the
+	// longest gap between two sends: a pair left in a gap of leaveGrace was
+	// quiet. (Without a pause the shaper's queue of the pair, which new
+	// packets join while it holds any, would seldom empty.)
+	blast := func() (stop func() time.Duration) {
+		done, gap := make(chan struct{}), make(chan time.Duration)
+		go func() {
+			var longest time.Duration
+			last := time.Now()
+			for {
+				select {
+				case <-done:
+					gap <- longest
+					return
+				default:
+				}
+				c.Write([]byte("x"))
+				time.Sleep(100 * time.Microsecond)
+				now := time.Now()
+				longest, last = max(longest, now.Sub(last)), now
+			}
+		}()
+		return func() time.Duration { close(done); return <-gap }
+	}
+
+	f.SetLink(a, b, shaper.Link{Delay: 5 * time.Millisecond})
+	stop := blast()
+	f.SetLink(a, b, shaper.Link{})
+	time.Sleep(300 * time.Millisecond)
+	r := routesTo(t, f, "a", "b")
+	gap := stop()
+	t.Logf("300 ms after the heal, a's route to b is %q; the sender's longest pause was %v", r, gap)
+	if !strings.Contains(r, tunName) && gap < leaveGrace {
+		t.Errorf("a pair that never paused for %v left the shaper within 300 ms of its heal, want it kept there for leaveBusy (a minute)", leaveGrace)
+	}
+	waitRoute(t, f, "a", "b", false)
+
+	f.mu.Lock() // leaveShaper reads it
+	f.leaveBusy = 100 * time.Millisecond
+	f.mu.Unlock()
+	f.SetLink(a, b, shaper.Link{Delay: 5 * time.Millisecond})
+	stop = blast()
+	healed := time.Now()
+	f.SetLink(a, b, shaper.Link{})
+	left := waitRoute(t, f, "a", "b", false).Sub(healed)
+	gap = stop()
+	t.Logf("with leaveBusy %v, the busy pair left the shaper %v after its heal; the sender's longest pause was %v", f.leaveBusy, left, gap)
+	if left < f.leaveBusy && gap < leaveGrace {
+		t.Errorf("a pair that never paused for %v left the shaper %v after its heal, want at least leaveBusy (%v)", leaveGrace, left, f.leaveBusy)
 	}
 }
 
@@ -186,5 +255,39 @@ func TestBypassLeaveRestarts(t *testing.T) {
 	f.SetLink(a, b, shaper.Link{})
 	if d := waitRoute(t, f, "a", "b", false).Sub(last); d < leaveGrace {
 		t.Errorf("the pair left the shaper %v after its last heal, want at least %v", d, leaveGrace)
+	}
+}
+
+// TestTUNHasNoQueue: every host's TUN device, up, has no queueing
+// discipline in front of it, so that packets reach the shaper in the order
+// they were sent and a mark follows every packet sent before it.
+func TestTUNHasNoQueue(t *testing.T) {
+	for _, opts := range []Options{{}, {Bypass: true}} {
+		f := newFabricWith(t, opts, "a")
+		err := inNetns(f.Host("a").NetnsPath(), func() error {
+			nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+			if err != nil {
+				return err
+			}
+			defer nl.Close()
+			link, err := nl.LinkByName(tunName)
+			if err != nil {
+				return err
+			}
+			qdiscs, err := nl.QdiscList(link)
+			if err != nil {
+				return err
+			}
+			if link.Attrs().Flags&net.FlagUp == 0 {
+				t.Errorf("bypass %v: %s is not up", opts.Bypass, tunName)
+			}
+			if len(qdiscs) != 1 || qdiscs[0].Type() != "noqueue" {
+				t.Errorf("bypass %v: %s's queueing disciplines are %v, want noqueue alone", opts.Bypass, tunName, qdiscs)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

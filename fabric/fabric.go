@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,6 +112,9 @@ type Options struct {
 	// host joined by a veth pair to a bridge in a namespace of the
 	// fabric's own, partitions made by iptables. Links can only be cut.
 	Kernel bool
+
+	// leaveBusy replaces the default leaveBusy (tests).
+	leaveBusy time.Duration
 }
 
 // Fabric is the set of hosts of one run and the shaper between them.
@@ -132,6 +136,9 @@ type Fabric struct {
 	// stop ends the waits of pairs leaving the shaper (routeLink) when
 	// the fabric closes.
 	stop chan struct{}
+	// leaveBusy is how long a healed pair that keeps sending stays in the
+	// shaper (leaveShaper).
+	leaveBusy time.Duration
 }
 
 // subnet is the private range every fabric's hosts live in. Each run has
@@ -189,6 +196,8 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 		log:    log,
 		ip:     ip,
 		stop:   make(chan struct{}),
+
+		leaveBusy: cmp.Or(opts.leaveBusy, leaveBusy),
 	}
 	if !opts.Kernel {
 		f.vnet = !opts.NoOffload
@@ -196,7 +205,7 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 		if f.vnet {
 			hlen = vnetHeaderLen
 		}
-		f.router = shaper.New(shaper.Options{Engage: opts.Engage, Seed: opts.Seed, Logger: log, HeaderLen: hlen})
+		f.router = shaper.New(shaper.Options{Engage: opts.Engage, Seed: opts.Seed, Logger: log, HeaderLen: hlen, MarkAddr: markAddr})
 	}
 	defer func() {
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,10 +115,40 @@ func openTUN(nsPath string, vnet bool) (*os.File, error) {
 				return err
 			}
 		}
+		if err := noQueue(); err != nil {
+			unix.Close(fd)
+			return err
+		}
 		f = os.NewFile(uintptr(fd), "tun:"+nsPath)
 		return nil
 	})
 	return f, err
+}
+
+// noQueue takes the queueing discipline off the TUN device of the calling
+// thread's namespace, which it would get when brought up: the device
+// never pushes back (it drops what overflows its read queue), so a
+// discipline only takes a lock per packet, and one of several bands
+// (pfifo_fast's, by the packets' priority) would let a packet overtake
+// another. The fabric relies on the device's order (syncReader).
+func noQueue() error {
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink: %w", err)
+	}
+	defer nl.Close()
+	tun, err := nl.LinkByName(tunName)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", tunName, err)
+	}
+	err = nl.QdiscReplace(&netlink.GenericQdisc{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: tun.Attrs().Index, Parent: netlink.HANDLE_ROOT},
+		QdiscType:  "noqueue",
+	})
+	if err != nil {
+		return fmt.Errorf("no queueing discipline on %s: %w", tunName, err)
+	}
+	return nil
 }
 
 // setOffload tells the kernel which offloads the reader of a TUN device

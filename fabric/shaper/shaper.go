@@ -2,6 +2,7 @@ package shaper
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -81,6 +82,12 @@ type Options struct {
 	// all, and writes zeros (no offload asked) before the replies it
 	// makes. 0: frames are bare IPv4 packets.
 	HeaderLen int
+	// MarkAddr, when valid, is an address no host has whose UDP
+	// datagrams are marks: the router forwards none of them, and keeps
+	// per host the number in the first 8 bytes (big-endian) of the last
+	// one read (Marked). Since a device is read in order, a mark sent
+	// after some packets tells when the router has read them all.
+	MarkAddr netip.Addr
 }
 
 // DefaultQueueLimit is the QueueLimit used when Options leaves it 0.
@@ -115,6 +122,8 @@ type Router struct {
 
 	// Read-only once Run starts (AddHost refuses from then on).
 	byAddr map[[4]byte]int // destination address to host index
+	mark   [4]byte         // Options.MarkAddr
+	marks  bool            // Options.MarkAddr is valid
 
 	// table is the links by host index, republished whole on every change
 	// so that readers take no lock.
@@ -138,6 +147,7 @@ type host struct {
 	out  []*pair // by destination index
 
 	read, notIPv4, noRoute atomic.Uint64
+	mark                   atomic.Uint64 // the number of the last mark read
 }
 
 // New returns a Router with no hosts.
@@ -159,6 +169,9 @@ func New(opts Options) *Router {
 		byID:   map[int]*host{},
 		links:  map[[2]int]Link{},
 		byAddr: map[[4]byte]int{},
+	}
+	if a := opts.MarkAddr.Unmap(); a.Is4() {
+		r.mark, r.marks = a.As4(), true
 	}
 	r.table.Store(&linkTable{})
 	return r
@@ -379,7 +392,9 @@ func (r *Router) route(ctx context.Context, h *host, rb *readBuf, rng *rand.Rand
 	}
 	d, ok := r.byAddr[[4]byte(pkt[16:20])]
 	if !ok {
-		h.noRoute.Add(1)
+		if !r.marks || [4]byte(pkt[16:20]) != r.mark || !readMark(h, pkt) {
+			h.noRoute.Add(1)
+		}
 		return
 	}
 	p := h.out[d]
@@ -410,6 +425,18 @@ func (r *Router) route(ctx context.Context, h *host, rb *readBuf, rng *rand.Rand
 	default:
 		r.enqueue(ctx, p, l, rb, rng)
 	}
+}
+
+// readMark keeps the number a mark (a UDP datagram to Options.MarkAddr)
+// carries, and reports whether pkt was one.
+func readMark(h *host, pkt []byte) bool {
+	const udp, udpHeaderLen = 17, 8
+	ihl := int(pkt[0]&0x0f) * 4
+	if pkt[9] != udp || ihl < ipv4HeaderLen || len(pkt) < ihl+udpHeaderLen+8 {
+		return false
+	}
+	h.mark.Store(binary.BigEndian.Uint64(pkt[ihl+udpHeaderLen:]))
+	return true
 }
 
 // enqueue computes a frame's due time and queues it on its pair.

@@ -73,6 +73,36 @@ func (r *Router) Queued(from, to int) int64 {
 	return a.out[b.idx].inflight.Load()
 }
 
+// Seen reports how many packets of the pair from→to the router has read,
+// and whether it holds none of them right now (idle); 0 and true for ids
+// not added. The count is exact when idle: a queued packet is counted as
+// forwarded before it leaves the queue's count. Two calls that both find
+// the pair idle with the same count saw no packet of it read in between.
+func (r *Router) Seen(from, to int) (n uint64, idle bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a, b := r.byID[from], r.byID[to]
+	if a == nil || b == nil {
+		return 0, true
+	}
+	p := a.out[b.idx]
+	// inflight first: a packet it no longer counts is in the others.
+	idle = p.inflight.Load() == 0
+	n = p.forwarded.Load() + p.writeErrs.Load() + p.lost.Load() + p.down.Load() + p.overflow.Load()
+	return n, idle
+}
+
+// Marked reports the number carried by the last mark read from host id
+// (see Options.MarkAddr); 0 if none was, or for an id not added.
+func (r *Router) Marked(id int) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.byID[id]; h != nil {
+		return h.mark.Load()
+	}
+	return 0
+}
+
 // HostStats reports per-host read counters, keyed by host id.
 func (r *Router) HostStats() map[int]HostStats {
 	r.mu.Lock()
