@@ -167,11 +167,11 @@ const leaveBusy = 500 * time.Millisecond
 // none since the last look, up to a mark sent after it (syncReader). A
 // packet sent through the kernel can then overtake none still on its way
 // through the shaper, a reordering no wire makes. A pair that is never
-// quiet for so long leaves after f.leaveBusy (leaveBusy unless a test
-// sets it), once the shaper holds none of its packets; the wait is bounded by that and the old link's
-// delay, jitter and rate. Meanwhile the shaper forwards the pair's new
-// packets behind its queued ones at once, as its link is untouched. The
-// wait ends early if the fabric closes.
+// quiet for so long leaves after f.leaveBusy (leaveBusy unless a test sets
+// it), once the shaper holds none of its packets; the wait is bounded by
+// that and the old link's delay, jitter and rate. Meanwhile the shaper
+// forwards the pair's new packets behind its queued ones at once, as its
+// link is untouched. The wait ends early if the fabric closes.
 func (f *Fabric) leaveShaper(from, to *Host, move uint64) {
 	busyUntil := time.Now().Add(f.leaveBusy)
 	last, wasIdle := f.seenAfterSync(from, to)

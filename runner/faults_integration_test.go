@@ -111,6 +111,8 @@ func failover(t *testing.T, p *results.Phase, n int) []results.Failover {
 		}
 		if f.LagMS != nil && *f.LagMS > limit {
 			t.Errorf("fault %s took effect %.0f ms late", f.FaultID, *f.LagMS)
+		} else if f.LagMS != nil {
+			t.Logf("fault %s took effect %.0f ms late", f.FaultID, *f.LagMS)
 		}
 	}
 	return p.Failovers
