@@ -100,13 +100,7 @@ func (f *Fabric) addBypass(ctx context.Context, h *Host) error {
 	h.routes.tun = tun.Attrs().Index
 	// The TUN device has no queueing discipline (openTUN): a mark is read
 	// after every packet sent before it.
-	markRoute := &netlink.Route{
-		LinkIndex: h.routes.tun,
-		Dst:       &net.IPNet{IP: markAddr.AsSlice(), Mask: net.CIDRMask(32, 32)},
-		Src:       h.Addr.AsSlice(),
-		Scope:     netlink.SCOPE_LINK,
-	}
-	if err := nl.RouteAdd(markRoute); err != nil {
+	if err := nl.RouteAdd(tunRoute(h, markAddr)); err != nil {
 		return fmt.Errorf("route marks through %s in %s: %w", tunName, h.ns, err)
 	}
 	// The discard port: a mark that reached a host would be dropped.
@@ -261,11 +255,14 @@ func (f *Fabric) syncReader(h *Host) error {
 
 // shaperRoute is from's route to to's address alone through its TUN
 // device.
-func shaperRoute(from, to *Host) *netlink.Route {
+func shaperRoute(from, to *Host) *netlink.Route { return tunRoute(from, to.Addr) }
+
+// tunRoute is h's route to dst alone through its TUN device.
+func tunRoute(h *Host, dst netip.Addr) *netlink.Route {
 	return &netlink.Route{
-		LinkIndex: from.routes.tun,
-		Dst:       &net.IPNet{IP: to.Addr.AsSlice(), Mask: net.CIDRMask(32, 32)},
-		Src:       from.Addr.AsSlice(),
+		LinkIndex: h.routes.tun,
+		Dst:       &net.IPNet{IP: dst.AsSlice(), Mask: net.CIDRMask(32, 32)},
+		Src:       h.Addr.AsSlice(),
 		Scope:     netlink.SCOPE_LINK,
 	}
 }

@@ -64,13 +64,22 @@ func (r *Router) Stats() map[[2]int]PairStats {
 // Queued reports how many packets of the pair from→to are held right now
 // (waiting for their due time or being written); 0 for ids not added.
 func (r *Router) Queued(from, to int) int64 {
-	r.mu.Lock()
+	p := r.pairByID(from, to)
+	if p == nil {
+		return 0
+	}
+	return p.inflight.Load()
+}
+
+// pairByID is the pair from→to by host id, nil for ids not added.
+func (r *Router) pairByID(from, to int) *pair {
+	r.mu.Lock() // against AddHost growing h.out
 	defer r.mu.Unlock()
 	a, b := r.byID[from], r.byID[to]
 	if a == nil || b == nil {
-		return 0
+		return nil
 	}
-	return a.out[b.idx].inflight.Load()
+	return a.out[b.idx]
 }
 
 // Seen reports how many packets of the pair from→to the router has read,
@@ -79,13 +88,10 @@ func (r *Router) Queued(from, to int) int64 {
 // forwarded before it leaves the queue's count. Two calls that both find
 // the pair idle with the same count saw no packet of it read in between.
 func (r *Router) Seen(from, to int) (n uint64, idle bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	a, b := r.byID[from], r.byID[to]
-	if a == nil || b == nil {
+	p := r.pairByID(from, to)
+	if p == nil {
 		return 0, true
 	}
-	p := a.out[b.idx]
 	// inflight first: a packet it no longer counts is in the others.
 	idle = p.inflight.Load() == 0
 	n = p.forwarded.Load() + p.writeErrs.Load() + p.lost.Load() + p.down.Load() + p.overflow.Load()
