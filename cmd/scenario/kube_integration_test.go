@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coordlab/scenario/images"
@@ -49,9 +50,10 @@ phase "p" {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	owned := metav1.ListOptions{LabelSelector: fmt.Sprintf("%s=%d", kube.LabelOwner, cmd.Process.Pid)}
-	nss, err := k.Client.CoreV1().Namespaces().List(ctx, owned)
+	var nss corev1.NamespaceList
+	err = k.Core.List(ctx, "", "namespaces", owned, &nss)
 	if err != nil || len(nss.Items) != 1 {
-		t.Fatalf("the run's namespace: %v, %v", nss, err)
+		t.Fatalf("the run's namespace: %v, %v", &nss, err)
 	}
 	ns := nss.Items[0].Name
 	if err := cmd.Process.Kill(); err != nil {
@@ -60,16 +62,17 @@ phase "p" {
 	if _, ok := waitExit(t, cmd, 30*time.Second); !ok {
 		t.Fatal("the killed runner did not exit")
 	}
-	pods, err := k.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	var pods corev1.PodList
+	err = k.Core.List(ctx, ns, "pods", metav1.ListOptions{}, &pods)
 	if err != nil || len(pods.Items) == 0 {
-		t.Fatalf("pods of the killed run: %v, %v (want them left behind for reap)", pods, err)
+		t.Fatalf("pods of the killed run: %v, %v (want them left behind for reap)", &pods, err)
 	}
 
 	code, stdout, stderr := run(t, "reap", "--kubernetes", "--kubeconfig", c.Kubeconfig(), "--state-dir", state)
 	if code != 0 || !strings.Contains(stdout, "namespace") {
 		t.Fatalf("reap: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if _, err := k.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+	if err := k.Core.Get(ctx, "", "namespaces", ns, &corev1.Namespace{}); err == nil {
 		t.Errorf("namespace %s still there after reap", ns)
 	}
 	if code, stdout, _ := run(t, "reap", "--kubernetes", "--kubeconfig", c.Kubeconfig(), "--state-dir", state); code != 0 || !strings.Contains(stdout, "nothing to remove") {

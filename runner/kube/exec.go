@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 )
 
@@ -18,8 +17,7 @@ import (
 // (may be nil) and stdout to out (may be nil), over WebSocket or, from an
 // older API server, SPDY.
 func (r *Run) exec(ctx context.Context, pod, container string, in io.Reader, out io.Writer, command ...string) error {
-	req := r.k.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(r.ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: in != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	req := r.k.Core.execURL(r.ns, pod, &corev1.PodExecOptions{Container: container, Command: command, Stdin: in != nil, Stdout: true, Stderr: true})
 	ws, err := remotecommand.NewWebSocketExecutor(r.k.Config, "GET", req.URL().String())
 	if err != nil {
 		return err

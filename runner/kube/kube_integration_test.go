@@ -190,7 +190,7 @@ func TestEtcdPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+	if err := k.Core.Get(ctx, "", "namespaces", ns, &corev1.Namespace{}); err == nil {
 		t.Fatalf("namespace %s still there after Close", ns)
 	}
 }
@@ -210,9 +210,9 @@ func TestReap(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := func(name string, pid int) {
-		_, err := k.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		err := k.Core.Create(ctx, "", "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			LabelRun: name, LabelOwner: fmt.Sprint(pid), LabelHost: labelValue(hostname()),
-		}}}, metav1.CreateOptions{})
+		}}}, &corev1.Namespace{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestReap(t *testing.T) {
 	if strings.Join(removed, ",") != "namespace scn-dead" {
 		t.Fatalf("removed %v, want the dead runner's namespace only", removed)
 	}
-	if _, err := k.Client.CoreV1().Namespaces().Get(ctx, "scn-alive", metav1.GetOptions{}); err != nil {
+	if err := k.Core.Get(ctx, "", "namespaces", "scn-alive", &corev1.Namespace{}); err != nil {
 		t.Fatalf("a live runner's namespace went: %v", err)
 	}
 }
@@ -262,8 +262,11 @@ func restrictedUser(t *testing.T, ctx context.Context, c *kubelocal.Cluster) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	rbac := admin.Client.RbacV1()
-	if _, err := rbac.ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	rbac, err := NewAPI(admin.Config, rbacv1.SchemeGroupVersion, rbacv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rbac.Create(ctx, "", "clusterroles", &role, &rbacv1.ClusterRole{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	const user = "scenario-tester"
@@ -272,7 +275,7 @@ func restrictedUser(t *testing.T, ctx context.Context, c *kubelocal.Cluster) str
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
 	}
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := rbac.Create(ctx, "", "clusterrolebindings", binding, &rbacv1.ClusterRoleBinding{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	path, err := c.UserKubeconfig(user)
@@ -284,7 +287,7 @@ func restrictedUser(t *testing.T, ctx context.Context, c *kubelocal.Cluster) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Client.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+	if err := k.Core.List(ctx, "default", "secrets", metav1.ListOptions{}, &corev1.SecretList{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the restricted user listed secrets: %v", err)
 	}
 	return path
@@ -307,10 +310,14 @@ func TestStorageClassAndDisk(t *testing.T) {
 	const class = "scn-test-local"
 	mode := storagev1.VolumeBindingImmediate
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &mode}
-	if _, err := admin.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	storage, err := NewAPI(admin.Config, storagev1.SchemeGroupVersion, storagev1.AddToScheme)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Client.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	if err := storage.Create(ctx, "", "storageclasses", sc, &storagev1.StorageClass{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	defer storage.Delete(context.Background(), "", "storageclasses", class, metav1.DeleteOptions{})
 	volDir := t.TempDir()
 	hostPath := corev1.HostPathDirectory
 	pv := &corev1.PersistentVolume{
@@ -323,10 +330,10 @@ func TestStorageClassAndDisk(t *testing.T) {
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: volDir, Type: &hostPath}},
 		},
 	}
-	if _, err := admin.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+	if err := admin.Core.Create(ctx, "", "persistentvolumes", pv, &corev1.PersistentVolume{}); err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	defer admin.Core.Delete(context.Background(), "", "persistentvolumes", pv.Name, metav1.DeleteOptions{})
 
 	run, err := NewRun(ctx, Options{Kubeconfig: restrictedUser(t, ctx, c), RunID: "test-storage", AgentImage: agent, StopGrace: 2 * time.Second})
 	if err != nil {

@@ -114,8 +114,8 @@ func (r *Run) AddNode(ctx context.Context, name string, spec NodeSpec) (*Node, e
 			return nil, err
 		}
 	}
-	created, err := r.k.Client.CoreV1().Pods(r.ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
+	created := &corev1.Pod{}
+	if err := r.k.Core.Create(ctx, r.ns, "pods", pod, created); err != nil {
 		return nil, fmt.Errorf("create pod for node %s: %w", name, err)
 	}
 	n := &Node{run: r, name: name, pod: created.Name, spec: spec, uid: string(created.UID), exited: closedChan(),
@@ -203,14 +203,14 @@ func (r *Run) createClaim(ctx context.Context, podName string, spec NodeSpec) er
 		return fmt.Errorf("storage size %q: %w", size, err)
 	}
 	class := spec.StorageClass
-	_, err = r.k.Client.CoreV1().PersistentVolumeClaims(r.ns).Create(ctx, &corev1.PersistentVolumeClaim{
+	err = r.k.Core.Create(ctx, r.ns, "persistentvolumeclaims", &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: podName + "-data", Namespace: r.ns, Labels: r.labels("", "data")},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: &class,
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: q}},
 		},
-	}, metav1.CreateOptions{})
+	}, &corev1.PersistentVolumeClaim{})
 	if err != nil {
 		return fmt.Errorf("create volume claim for %s: %w", podName, err)
 	}
@@ -224,8 +224,8 @@ func (r *Run) waitRunning(ctx context.Context, name string) (netip.Addr, error) 
 	defer cancel()
 	var why string
 	for {
-		p, err := r.k.Client.CoreV1().Pods(r.ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
+		p := &corev1.Pod{}
+		if err := r.k.Core.Get(ctx, r.ns, "pods", name, p); err == nil {
 			if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
 				return netip.ParseAddr(p.Status.PodIP)
 			}
@@ -475,7 +475,7 @@ func (n *Node) followLog(ctx context.Context) {
 	var since *metav1.Time
 	for ctx.Err() == nil {
 		opts := &corev1.PodLogOptions{Container: storeCtr, Follow: true, SinceTime: since}
-		rc, err := n.run.k.Client.CoreV1().Pods(n.run.ns).GetLogs(n.pod, opts).Stream(ctx)
+		rc, err := n.run.k.Core.logs(ctx, n.run.ns, n.pod, opts)
 		if err == nil {
 			_, _ = io.Copy(f, rc)
 			rc.Close()

@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -65,8 +64,9 @@ type Options struct {
 
 // Cluster is a connection to a Kubernetes cluster.
 type Cluster struct {
-	Config  *rest.Config
-	Client  kubernetes.Interface
+	Config *rest.Config
+	// Core is the core group's API (namespaces, pods, claims).
+	Core    *API
 	Context string
 }
 
@@ -142,11 +142,11 @@ func Connect(opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(cfg)
+	core, err := coreAPI(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Config: cfg, Client: cs, Context: name}, nil
+	return &Cluster{Config: cfg, Core: core, Context: name}, nil
 }
 
 // Run is one scenario run's namespace and pods.
@@ -200,7 +200,7 @@ func NewRun(ctx context.Context, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{k: k, ns: dnsName(NamespacePrefix + opts.RunID), opts: opts, log: opts.Logger}
-	_, err = k.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns, Labels: r.labels("", "")}}, metav1.CreateOptions{})
+	err = k.Core.Create(ctx, "", "namespaces", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns, Labels: r.labels("", "")}}, &corev1.Namespace{})
 	if err != nil {
 		return nil, fmt.Errorf("create namespace %s in context %q: %w", r.ns, k.Context, err)
 	}
@@ -249,14 +249,14 @@ func (r *Run) Close(ctx context.Context) error {
 	for _, n := range nodes {
 		n.close()
 	}
-	return deleteNamespace(ctx, r.k.Client, r.ns, r.log)
+	return deleteNamespace(ctx, r.k.Core, r.ns, r.log)
 }
 
 // deleteNamespace deletes ns and waits until the API no longer has it.
-func deleteNamespace(ctx context.Context, cs kubernetes.Interface, ns string, log *slog.Logger) error {
+func deleteNamespace(ctx context.Context, core *API, ns string, log *slog.Logger) error {
 	zero := int64(0)
 	policy := metav1.DeletePropagationForeground
-	err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &policy})
+	err := core.Delete(ctx, "", "namespaces", ns, metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &policy})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -264,7 +264,7 @@ func deleteNamespace(ctx context.Context, cs kubernetes.Interface, ns string, lo
 		return fmt.Errorf("delete namespace %s: %w", ns, err)
 	}
 	for {
-		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		err := core.Get(ctx, "", "namespaces", ns, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {
 			log.Info("kubernetes namespace deleted", "namespace", ns)
 			return nil
@@ -284,7 +284,8 @@ func Reap(ctx context.Context, k *Cluster, log *slog.Logger) ([]string, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	list, err := k.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: LabelOwner + "," + LabelHost + "=" + labelValue(hostname())})
+	var list corev1.NamespaceList
+	err := k.Core.List(ctx, "", "namespaces", metav1.ListOptions{LabelSelector: LabelOwner + "," + LabelHost + "=" + labelValue(hostname())}, &list)
 	if err != nil {
 		return nil, fmt.Errorf("reap: list namespaces: %w", err)
 	}
@@ -295,7 +296,7 @@ func Reap(ctx context.Context, k *Cluster, log *slog.Logger) ([]string, error) {
 		if err != nil || proc.Alive(pid) || ns.Status.Phase == corev1.NamespaceTerminating {
 			continue
 		}
-		if err := deleteNamespace(ctx, k.Client, ns.Name, log); err != nil {
+		if err := deleteNamespace(ctx, k.Core, ns.Name, log); err != nil {
 			errs = append(errs, err)
 			continue
 		}

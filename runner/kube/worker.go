@@ -43,8 +43,8 @@ func (r *Run) AddWorker(ctx context.Context, name string, p Placement) (*Worker,
 		},
 	}
 	pod.Spec.Affinity = p.affinity()
-	created, err := r.k.Client.CoreV1().Pods(r.ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
+	created := &corev1.Pod{}
+	if err := r.k.Core.Create(ctx, r.ns, "pods", pod, created); err != nil {
 		return nil, fmt.Errorf("create worker pod %s: %w", name, err)
 	}
 	ip, err := r.waitRunning(ctx, created.Name)
