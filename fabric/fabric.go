@@ -394,6 +394,32 @@ func (f *Fabric) Stats() map[string]shaper.PairStats {
 	return out
 }
 
+// Drops counts the frames the fabric lost that no link declared, so far:
+// those a host's TUN device dropped because its queue (deviceQueue frames)
+// was full when the shaper had not read it in time, and those a pair's
+// queue refused at its limit. A link's declared loss and its cuts are not
+// counted. On the kernel reference, which has neither, it is 0.
+func (f *Fabric) Drops() (uint64, error) {
+	if f.router == nil {
+		return 0, nil
+	}
+	var n uint64
+	for _, s := range f.router.Stats() {
+		n += s.DroppedQueue
+	}
+	for _, h := range f.hosts {
+		if h.tun == nil {
+			continue
+		}
+		d, err := deviceDrops(h.NetnsPath())
+		if err != nil {
+			return n, fmt.Errorf("fabric: host %s: %w", h.Name, err)
+		}
+		n += d
+	}
+	return n, nil
+}
+
 // Close stops forwarding and deletes every namespace, which removes its
 // TUN device and everything configured in it. It is idempotent.
 func (f *Fabric) Close(ctx context.Context) error {

@@ -507,11 +507,12 @@ const (
 	MetricStealShare    = "steal_share"         // share of the machine's CPU time its hypervisor withheld
 	MetricCPUWait       = "cpu_wait_share"      // share of the time some runnable task on the machine waited for a CPU
 	MetricRunnerWait    = "runner_wait_share"   // share of the CPU time the runner's threads wanted that they waited for
+	MetricNetworkDrops  = "network_drops"       // frames the network fabric lost that no link declared (its queues overran)
 )
 
 // PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
 // also aggregated over all ops under the same names).
-var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait}
+var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait, MetricNetworkDrops}
 
 // Error classes. Every failed operation falls in exactly one.
 const (

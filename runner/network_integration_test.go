@@ -140,6 +140,10 @@ func checkGeoLatency(t *testing.T, res *results.Results, phaseName string) {
 	if f := p.WriteFloor; f == nil || f.Leader != leader || f.FloorMS != expected {
 		t.Errorf("the results' write floor %+v, want %.0f ms with n%d leading", f, expected, leader)
 	}
+	// Twenty puts a second never fill a device's queue of 500 frames.
+	if p.NetworkDrops == nil || *p.NetworkDrops != 0 || res.Run.NetworkDrops == nil {
+		t.Errorf("network drops: phase %v, run %v; want 0 in both", p.NetworkDrops, res.Run.NetworkDrops)
+	}
 	if lat.P50MS < expected || lat.P50MS > expected+slack {
 		t.Errorf("put p50 %.1f ms, want between %.0f and %.0f ms (the floor, plus the larger of 25 ms and 10%%, plus the fsync p99)", lat.P50MS, expected, expected+slack)
 	}

@@ -157,7 +157,8 @@ type execution struct {
 	kube     *kube.Run      // the run's namespace, made by the first kubernetes cluster
 	fab      *fabric.Fabric // nil when the run needs no network shaping
 	net      *network
-	podNet   bool // network faults act through rules in pods, not the fabric
+	podNet   bool      // network faults act through rules in pods, not the fabric
+	drops    *netDrops // with a fabric: its undeclared drops per phase
 	clusters []*clusterRun
 
 	// epoch is the one clock of the recorded history: every engine's
@@ -414,6 +415,10 @@ func (x *execution) startFabric(ctx context.Context) error {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))
 	}
 	x.fab = fab
+	if fab.Backend() != fabric.KernelBackend {
+		// The kernel reference has no shaper whose queues could overrun.
+		x.drops = newNetDrops(fab, x.log)
+	}
 	if x.net, err = newNetwork(ctx, fabricLinks{fab}, hosts, x.plan.Network); err != nil {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))
 	}

@@ -123,3 +123,32 @@ func TestRunnerWait(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkDrops: a phase's undeclared network drops are a metric where
+// they were counted, absent where they were not (no fabric), and the
+// summary names them only when there were some.
+func TestNetworkDrops(t *testing.T) {
+	r := sample()
+	r.Phases[0].NetworkDrops = Ptr(int64(0))
+	r.Phases[1].NetworkDrops = Ptr(int64(37))
+	r.Run.NetworkDrops = Ptr(int64(37))
+	m := r.Metrics()
+	for path, want := range map[string]float64{"phase.steady.network_drops": 0, "phase.failover.network_drops": 37, "run.network_drops": 37} {
+		if got, ok := m[path].(float64); !ok || got != want {
+			t.Errorf("%s = %v, want %v", path, m[path], want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "no link declared"); n != 1 {
+		t.Errorf("the summary names network drops %d times, want once (the phase with 37):\n%s", n, buf.String())
+	}
+	if !strings.Contains(buf.String(), "network dropped 37 frames no link declared") {
+		t.Errorf("summary lacks the failover phase's 37 drops:\n%s", buf.String())
+	}
+	if _, ok := sample().Metrics()["run.network_drops"]; ok {
+		t.Error("run.network_drops present in a run without a fabric")
+	}
+}

@@ -21,6 +21,7 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.workload.<w>.<op>.<stat>   one workload's op
 //	<scope>.server.<metric>.<stat>     the store's own metric over the scope (Phase.Server)
 //	<scope>.steal_share, cpu_wait_share the runner's machine over the scope (Phase.Machine)
+//	<scope>.network_drops              frames the fabric lost that no link declared (Phase.NetworkDrops)
 //	run.linearizable, run.lost_writes  the history checker's verdict
 //	run.watch_ok                       every registry's and key watch's checker's verdict
 //	run.workload.<w>.<registry metric> a registry's own figures (plan.RegistryMetrics)
@@ -152,6 +153,9 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	}
 	if r, ok := p.Resources[RunnerNode]; ok {
 		setOpt(m, scope+"."+plan.MetricRunnerWait, r.WaitShare())
+	}
+	if d := p.NetworkDrops; d != nil {
+		m[scope+"."+plan.MetricNetworkDrops] = float64(*d)
 	}
 }
 

@@ -185,6 +185,11 @@ type Phase struct {
 	Resources map[string]ResourceSummary `json:"resources,omitempty"`
 	// Machine condenses the machine's samples taken during the phase.
 	Machine *MachineSummary `json:"machine,omitempty"`
+	// NetworkDrops counts the frames the network fabric lost over the
+	// phase that no link declared: its devices' queues or a pair's queue
+	// overran because the shaper fell behind. Each is a retransmission
+	// the scenario did not ask for. Absent without a fabric.
+	NetworkDrops *int64 `json:"network_drops,omitempty"`
 	// WriteFloor is the write latency that the declared links allow for
 	// the leader in office, beside the measured put p50; absent when the
 	// network is unshaped, a network fault acts in the phase or the

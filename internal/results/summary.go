@@ -206,6 +206,9 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		}
 		parts = append(parts, machine)
 	}
+	if d := p.NetworkDrops; d != nil && *d > 0 {
+		parts = append(parts, fmt.Sprintf("network dropped %d frames no link declared (the shaper fell behind)", *d))
+	}
 	if p.LeaderElectedMS != nil && *p.LeaderElectedMS > 0 {
 		parts = append(parts, "new leader after "+fmtDuration(*p.LeaderElectedMS))
 	}
