@@ -146,7 +146,7 @@ func newPage(r *results.Results, hlogDir string) (*page, error) {
 		Notes:   sortedFields(r.Notes),
 	}
 	pg.Correctness, pg.Evidence = correctness(r.Correctness)
-	pg.Coordination = append(coordination(r), serverBlock(r)...)
+	pg.Coordination = append(append(coordination(r), serverBlock(r)...), networkBlock(r)...)
 	o, end := newOverlay(r), runEnd(r)
 	for _, build := range []func() (figure, error){
 		func() (figure, error) { return latencyFigure(r, o, end) },

@@ -529,3 +529,27 @@ func TestWriteClusters(t *testing.T) {
 		t.Errorf("%d rows in the phase table, want a header and %d", len(rows), 2*len(r.Phases))
 	}
 }
+
+// TestNetworkBlock: the network's undeclared losses are listed per counted
+// phase, and the block is left out where no phase was counted.
+func TestNetworkBlock(t *testing.T) {
+	r := sample()
+	if b := networkBlock(r); b != nil {
+		t.Errorf("a run without a shaper has a network block: %+v", b)
+	}
+	r.Phases[0].NetworkDrops = results.Ptr(int64(0))
+	r.Phases[1].NetworkDrops = results.Ptr(int64(12))
+	b := networkBlock(r)
+	if len(b) != 1 || len(b[0].Fields) != 2 {
+		t.Fatalf("network block %+v, want one block with a field per phase", b)
+	}
+	for i, want := range []string{"no frame lost", "12 frames lost that no link declared"} {
+		if f := b[0].Fields[i]; f.Name != r.Phases[i].Name || !strings.Contains(f.Value, want) {
+			t.Errorf("field %d = %+v, want phase %s with %q", i, f, r.Phases[i].Name, want)
+		}
+	}
+	page, _ := render(t, r, t.TempDir())
+	if !strings.Contains(page, "12 frames lost that no link declared") {
+		t.Error("the page does not show the network block")
+	}
+}

@@ -42,6 +42,25 @@ func serverBlock(r *results.Results) []coordBlock {
 	return []coordBlock{{Title: "The store's own metrics", Fields: fs}}
 }
 
+// networkBlock says, per phase, what the network fabric lost that no link
+// declared; nothing where no phase was counted (no shaper).
+func networkBlock(r *results.Results) []coordBlock {
+	var fs []field
+	for _, p := range r.Phases {
+		switch d := p.NetworkDrops; {
+		case d == nil:
+		case *d == 0:
+			fs = append(fs, field{p.Name, "no frame lost that no link declared"})
+		default:
+			fs = append(fs, field{p.Name, fmt.Sprintf("%d frames lost that no link declared: the shaper fell behind, and each was a retransmission", *d)})
+		}
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	return []coordBlock{{Title: "The network", Fields: fs}}
+}
+
 // serverFigure charts, per phase, the store's own durations: a
 // histogram's p99, a summary's mean (ZooKeeper and Consul report no
 // quantiles a phase could be cut from).
