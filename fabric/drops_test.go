@@ -9,23 +9,13 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // setDeviceQueue sets the TUN device's queue in h's namespace to n frames.
 func setDeviceQueue(t *testing.T, h *Host, n int) {
 	t.Helper()
 	err := inNetns(h.NetnsPath(), func() error {
-		nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return err
-		}
-		defer nl.Close()
-		link, err := nl.LinkByName(tunName)
-		if err != nil {
-			return err
-		}
-		return nl.LinkSetTxQLen(link, n)
+		return withTUN(func(nl *netlink.Handle, tun netlink.Link) error { return nl.LinkSetTxQLen(tun, n) })
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -141,6 +141,21 @@ func openTUN(nsPath string, vnet bool) (*os.File, error) {
 // clients' connections, whose writes then left in fewer segments. What a
 // device drops is counted (Fabric.Drops).
 func noQueue() error {
+	return withTUN(func(nl *netlink.Handle, tun netlink.Link) error {
+		err := nl.QdiscReplace(&netlink.GenericQdisc{
+			QdiscAttrs: netlink.QdiscAttrs{LinkIndex: tun.Attrs().Index, Parent: netlink.HANDLE_ROOT},
+			QdiscType:  "noqueue",
+		})
+		if err != nil {
+			return fmt.Errorf("no queueing discipline on %s: %w", tunName, err)
+		}
+		return nil
+	})
+}
+
+// withTUN calls fn with a netlink handle and the TUN device of the calling
+// thread's namespace.
+func withTUN(fn func(nl *netlink.Handle, tun netlink.Link) error) error {
 	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return fmt.Errorf("netlink: %w", err)
@@ -150,14 +165,7 @@ func noQueue() error {
 	if err != nil {
 		return fmt.Errorf("find %s: %w", tunName, err)
 	}
-	err = nl.QdiscReplace(&netlink.GenericQdisc{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: tun.Attrs().Index, Parent: netlink.HANDLE_ROOT},
-		QdiscType:  "noqueue",
-	})
-	if err != nil {
-		return fmt.Errorf("no queueing discipline on %s: %w", tunName, err)
-	}
-	return nil
+	return fn(nl, tun)
 }
 
 // deviceDrops is how many frames the TUN device in the namespace at nsPath
@@ -166,19 +174,12 @@ func noQueue() error {
 func deviceDrops(nsPath string) (uint64, error) {
 	var n uint64
 	err := inNetns(nsPath, func() error {
-		nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return fmt.Errorf("netlink: %w", err)
-		}
-		defer nl.Close()
-		tun, err := nl.LinkByName(tunName)
-		if err != nil {
-			return fmt.Errorf("find %s: %w", tunName, err)
-		}
-		if st := tun.Attrs().Statistics; st != nil {
-			n = st.TxDropped
-		}
-		return nil
+		return withTUN(func(_ *netlink.Handle, tun netlink.Link) error {
+			if st := tun.Attrs().Statistics; st != nil {
+				n = st.TxDropped
+			}
+			return nil
+		})
 	})
 	return n, err
 }
