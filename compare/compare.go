@@ -488,7 +488,27 @@ func mismatches(base, next *Side) []string {
 	if b, n := base.run.Point, next.run.Point; b != n {
 		w = append(w, fmt.Sprintf("different sweep points: base ran %s, new ran %s", orNone(b), orNone(n)))
 	}
-	return append(w, machineWarnings(base, next)...)
+	w = append(w, machineWarnings(base, next)...)
+	return append(w, networkWarnings(base, next)...)
+}
+
+// networkWarnings warns when a run's network fabric lost frames that no
+// link declared (run.network_drops) and the other's lost fewer: each was a
+// retransmission, so a change in latency or throughput may be the
+// shaper's doing.
+func networkWarnings(base, next *Side) []string {
+	path := "run." + plan.MetricNetworkDrops
+	b, _ := summary(base.present(path)).(float64)
+	n, _ := summary(next.present(path)).(float64)
+	if b == n {
+		return nil
+	}
+	side := "new"
+	if b > n {
+		side = "base"
+	}
+	return []string{fmt.Sprintf("the %s run's network lost more frames that no link declared: %.0f in base, %.0f in new (%s); the shaper fell behind, and latency and throughput changes may be its doing, not the store's",
+		side, b, n, path)}
 }
 
 // machineWarnings warns when one run's machine was markedly busier than

@@ -327,6 +327,13 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			name:   "undeclared network drops in one run are named",
+			change: func(r *results.Results) { r.Run.NetworkDrops = results.Ptr(int64(328)) },
+			wantWarnings: []string{
+				"the new run's network lost more frames that no link declared: 0 in base, 328 in new (run.network_drops); the shaper fell behind, and latency and throughput changes may be its doing, not the store's",
+			},
+		},
+		{
 			name:   "the same scenario run from another directory",
 			change: func(r *results.Results) { r.Scenario = "/src/repo/scenarios/failover.hcl" },
 		},
