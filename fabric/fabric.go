@@ -395,9 +395,9 @@ func (f *Fabric) Stats() map[string]shaper.PairStats {
 }
 
 // Drops counts the frames the fabric lost that no link declared, so far:
-// those a host's TUN device dropped because its queue (deviceQueue frames)
-// was full when the shaper had not read it in time, and those a pair's
-// queue refused at its limit. A link's declared loss and its cuts are not
+// those a host's TUN device dropped because its queue (the kernel's 500
+// frames; see noQueue) was full when the shaper had not read it in time,
+// and those a pair's queue refused at its limit. A link's declared loss and its cuts are not
 // counted. On the kernel reference, which has neither, it is 0.
 func (f *Fabric) Drops() (uint64, error) {
 	if f.router == nil {

@@ -137,9 +137,9 @@ func openTUN(nsPath string, vnet bool) (*os.File, error) {
 // where 500 dropped about one frame in a thousand from the clients' host
 // under a 1000-client put load, but took the put rate through the shaper
 // from 0.94-1.17 of loopback's to 0.74-0.77, with 2.25 frames a put from
-// that host against 1.93 (README, Benchmarks): the drops held back the
-// clients' connections, whose writes then left in fewer segments. What a
-// device drops is counted (Fabric.Drops).
+// that host against 1.93 (README, Benchmarks), likely because the drops
+// held back the clients' connections, whose writes then left in fewer
+// segments. What a device drops is counted (Fabric.Drops).
 func noQueue() error {
 	return withTUN(func(nl *netlink.Handle, tun netlink.Link) error {
 		err := nl.QdiscReplace(&netlink.GenericQdisc{
