@@ -403,10 +403,7 @@ func (f *Fabric) Drops() (uint64, error) {
 	if f.router == nil {
 		return 0, nil
 	}
-	var n uint64
-	for _, s := range f.router.Stats() {
-		n += s.DroppedQueue
-	}
+	n := f.router.QueueDrops()
 	for _, h := range f.hosts {
 		if h.tun == nil {
 			continue

@@ -216,6 +216,9 @@ func TestQueueLimit(t *testing.T) {
 	if st.DroppedQueue < n-2*limit {
 		t.Errorf("tail-dropped %d, want ≥ %d", st.DroppedQueue, n-2*limit)
 	}
+	if q := tn.r.QueueDrops(); q != st.DroppedQueue {
+		t.Errorf("QueueDrops %d, want the pair's %d (the only pair that dropped)", q, st.DroppedQueue)
+	}
 	delays(t, make([]time.Time, n), tn.recv(t, 1, int(st.Forwarded), time.Second)) // in order
 }
 

@@ -61,6 +61,21 @@ func (r *Router) Stats() map[[2]int]PairStats {
 	return out
 }
 
+// QueueDrops reports how many packets every pair's queue has refused at
+// its limit so far: PairStats.DroppedQueue summed, without the lateness
+// summaries Stats works out for each pair.
+func (r *Router) QueueDrops() uint64 {
+	r.mu.Lock() // against AddHost growing h.out; the counters are atomic
+	defer r.mu.Unlock()
+	var n uint64
+	for _, h := range r.hosts {
+		for _, p := range h.out {
+			n += p.overflow.Load()
+		}
+	}
+	return n
+}
+
 // Queued reports how many packets of the pair from→to are held right now
 // (waiting for their due time or being written); 0 for ids not added.
 func (r *Router) Queued(from, to int) int64 {
