@@ -497,18 +497,30 @@ func mismatches(base, next *Side) []string {
 // retransmission, so a change in latency or throughput may be the
 // shaper's doing.
 func networkWarnings(base, next *Side) []string {
-	path := "run." + plan.MetricNetworkDrops
-	b, _ := summary(base.present(path)).(float64)
-	n, _ := summary(next.present(path)).(float64)
+	// A run without a shaper counts none.
+	path, b, n, _, _ := runFigures(base, next, plan.MetricNetworkDrops)
 	if b == n {
 		return nil
 	}
-	side := "new"
-	if b > n {
-		side = "base"
-	}
 	return []string{fmt.Sprintf("the %s run's network lost more frames that no link declared: %.0f in base, %.0f in new (%s); the shaper fell behind, and latency and throughput changes may be its doing, not the store's",
-		side, b, n, path)}
+		larger(b, n), b, n, path)}
+}
+
+// runFigures reads run.<metric> of each side (the median over a side's
+// repetitions), and whether each has it.
+func runFigures(base, next *Side, metric string) (path string, b, n float64, okB, okN bool) {
+	path = "run." + metric
+	b, okB = summary(base.present(path)).(float64)
+	n, okN = summary(next.present(path)).(float64)
+	return path, b, n, okB, okN
+}
+
+// larger names the side whose figure is the larger.
+func larger(b, n float64) string {
+	if b > n {
+		return "base"
+	}
+	return "new"
 }
 
 // machineWarnings warns when one run's machine was markedly busier than
@@ -529,18 +541,12 @@ func machineWarnings(base, next *Side) []string {
 	}
 	var w []string
 	for _, m := range busier {
-		path := "run." + m.metric
-		b, okB := summary(base.present(path)).(float64)
-		n, okN := summary(next.present(path)).(float64)
+		path, b, n, okB, okN := runFigures(base, next, m.metric)
 		if !okB || !okN || math.Abs(n-b) < m.margin {
 			continue
 		}
-		side := "new"
-		if b > n {
-			side = "base"
-		}
 		w = append(w, fmt.Sprintf("the %s run's machine was busier: %s %.3g%% in base, %.3g%% in new (%s); latency and late-start changes may be the machine's doing, not the store's",
-			side, m.label, 100*b, 100*n, path))
+			larger(b, n), m.label, 100*b, 100*n, path))
 	}
 	return w
 }
