@@ -72,8 +72,8 @@ func BenchmarkFabricOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rps, cpu := interleaveRuns(b, p, modes)
-	summarise(b, "etcd put, 1000 clients over 100 conns, 10 s closed loop", modes, rps, cpu)
+	rps, cpu, frames := interleaveRuns(b, p, modes)
+	summarise(b, "etcd put, 1000 clients over 100 conns, 10 s closed loop", modes, rps, cpu, frames)
 }
 
 // fabricPlan compiles a benchmark's scenario, which needs the network
@@ -93,9 +93,10 @@ func fabricPlan(b *testing.B, name, src string) *plan.Plan {
 // interleaveRuns runs p once per mode per round, in alternating order,
 // over rounds until moreRounds says enough (every ratio to modes[0], the
 // reference, within ±width, or -max-rounds), and returns each mode's
-// throughput and runner CPU per request, round by round.
-func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) (rps, cpu map[string][]float64) {
-	rps, cpu = map[string][]float64{}, map[string][]float64{}
+// throughput, runner CPU per request and frames the shaper read per
+// request (0 where no shaper ran), round by round.
+func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) (rps, cpu, frames map[string][]float64) {
+	rps, cpu, frames = map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	ref := modes[0].name
 	others := func() [][]float64 {
 		out := make([][]float64, 0, len(modes)-1)
@@ -123,25 +124,38 @@ func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) (rps, cpu ma
 				}
 				ph, _ := res.Phase("load")
 				perReq := runnerCPUPerRequest(ph)
+				var perPut float64
+				var drops int64
+				if ph.NetworkFrames != nil && ph.Total.OK > 0 {
+					perPut = float64(*ph.NetworkFrames) / float64(ph.Total.OK)
+				}
+				if ph.NetworkDrops != nil {
+					drops = *ph.NetworkDrops
+				}
 				rps[m.name] = append(rps[m.name], ph.Total.Throughput)
 				cpu[m.name] = append(cpu[m.name], perReq)
-				b.Logf("round %d %-10s %.0f put/s, p99 %.1f ms, runner CPU %.1f µs/put", round+1, m.name, ph.Total.Throughput, ph.Total.Latency.P99MS, perReq)
+				frames[m.name] = append(frames[m.name], perPut)
+				b.Logf("round %d %-10s %.0f put/s, p99 %.1f ms, runner CPU %.1f µs/put, %.2f frames/put through the shaper, %d dropped undeclared",
+					round+1, m.name, ph.Total.Throughput, ph.Total.Latency.P99MS, perReq, perPut, drops)
 			}
 		}
 	}
-	return rps, cpu
+	return rps, cpu, frames
 }
 
 // summarise prints every round, then each mode's medians and their ratios
 // to modes[0]'s with the paired interval, and reports those as metrics.
-func summarise(b *testing.B, load string, modes []fabricMode, rps, cpu map[string][]float64) {
+// Where modes[0] runs without a shaper, a mode with one also gets the
+// shaper's CPU per frame: per round, its runner CPU per put over the
+// reference's, divided by the frames it read per put.
+func summarise(b *testing.B, load string, modes []fabricMode, rps, cpu, frames map[string][]float64) {
 	ref := modes[0].name
 	// Every round, since a benchmark's own log keeps only its first lines.
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\nround\tnetwork\tput/s\trunner CPU µs/put\t")
+	fmt.Fprintln(tw, "\nround\tnetwork\tput/s\trunner CPU µs/put\tframes/put\t")
 	for round := range rps[ref] {
 		for _, m := range modes {
-			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.1f\t\n", round+1, m.name, rps[m.name][round], cpu[m.name][round])
+			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.1f\t%.2f\t\n", round+1, m.name, rps[m.name][round], cpu[m.name][round], frames[m.name][round])
 		}
 	}
 	tw.Flush()
@@ -149,11 +163,16 @@ func summarise(b *testing.B, load string, modes []fabricMode, rps, cpu map[strin
 	fmt.Fprintf(tw, "\n%s; %d interleaved rounds; median of the per-round ratios to %s's with their %.0f%% paired interval;\n"+
 		"runner CPU: the load generator, plus the shaper (in the runner's process) where packets go through it\n",
 		load, len(rps[ref]), ref, 100*(1-ratioAlpha))
-	fmt.Fprintf(tw, "network\tmedian put/s\tvs %s [95%%]\trunner CPU µs/put\tvs %s [95%%]\t\n", ref, ref)
+	fmt.Fprintf(tw, "network\tmedian put/s\tvs %s [95%%]\trunner CPU µs/put\tvs %s [95%%]\tframes/put\tshaper µs/frame\t\n", ref, ref)
 	for _, m := range modes {
 		r := ratioOf(rps[ref], rps[m.name])
 		c := ratioOf(cpu[ref], cpu[m.name])
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t\n", m.name, results.Median(rps[m.name]), r, results.Median(cpu[m.name]), c)
+		perFrame := "-"
+		if pf, ok := shaperPerFrame(cpu[ref], frames[ref], cpu[m.name], frames[m.name]); ok {
+			perFrame = fmt.Sprintf("%.2f", pf)
+			b.ReportMetric(pf, m.name+"_shaper_µs/frame")
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t%.2f\t%s\t\n", m.name, results.Median(rps[m.name]), r, results.Median(cpu[m.name]), c, results.Median(frames[m.name]), perFrame)
 		if m.name != ref {
 			r.report(b, m.name+"_ratio")
 			c.report(b, m.name+"_cpu_ratio")
@@ -237,6 +256,43 @@ func TestFabricModes(t *testing.T) {
 		}
 		if !slices.Equal(names, tc.want) {
 			t.Errorf("fabricModes(%q) = %v, want %v", tc.list, names, tc.want)
+		}
+	}
+}
+
+// shaperPerFrame is the median over rounds of what a mode's runner CPU per
+// put exceeds the reference's by, per frame its shaper read per put: the
+// shaper's CPU per frame. It needs a reference without a shaper and a
+// mode whose shaper read frames in every round.
+func shaperPerFrame(refCPU, refFrames, cpu, frames []float64) (float64, bool) {
+	if len(cpu) == 0 || len(cpu) != len(refCPU) || slices.ContainsFunc(refFrames, func(f float64) bool { return f > 0 }) {
+		return 0, false
+	}
+	per := make([]float64, len(cpu))
+	for i := range cpu {
+		if frames[i] <= 0 {
+			return 0, false
+		}
+		per[i] = (cpu[i] - refCPU[i]) / frames[i]
+	}
+	return results.Median(per), true
+}
+
+func TestShaperPerFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name                           string
+		refCPU, refFrames, cpu, frames []float64
+		want                           float64
+		ok                             bool
+	}{
+		{"per round, then the median", []float64{60, 62, 70}, []float64{0, 0, 0}, []float64{90, 80, 100}, []float64{5, 4, 6}, 5, true},
+		{"a reference with a shaper", []float64{60}, []float64{3}, []float64{90}, []float64{5}, 0, false},
+		{"a round whose shaper read nothing", []float64{60, 60}, []float64{0, 0}, []float64{90, 70}, []float64{5, 0}, 0, false},
+		{"no rounds", nil, nil, nil, nil, 0, false},
+	} {
+		got, ok := shaperPerFrame(tc.refCPU, tc.refFrames, tc.cpu, tc.frames)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("%s: shaperPerFrame = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -50,6 +50,6 @@ func BenchmarkGeoBypass(b *testing.B) {
 	p := fabricPlan(b, "geo-bench.hcl", geoScenario)
 	defer startGCBudget(b.Context())()
 	modes := []fabricMode{{"shaper-all", runner.NetworkEngaged}, {"bypass", runner.NetworkBypass}}
-	rps, cpu := interleaveRuns(b, p, modes)
-	summarise(b, "etcd put over 3 regions 20 ms apart, 200 clients in n1's region, 10 s closed loop", modes, rps, cpu)
+	rps, cpu, frames := interleaveRuns(b, p, modes)
+	summarise(b, "etcd put over 3 regions 20 ms apart, 200 clients in n1's region, 10 s closed loop", modes, rps, cpu, frames)
 }

@@ -26,6 +26,13 @@ func setDeviceQueue(t *testing.T, h *Host, n int) {
 // reports them: a reading made another way than Drops'.
 func ipDrops(t *testing.T, h *Host) uint64 {
 	t.Helper()
+	return ipTX(t, h).Dropped
+}
+
+// ipTX is the TUN device's transmit counters in h's namespace as iproute2
+// reports them. A TUN device transmits a frame when its reader reads it.
+func ipTX(t *testing.T, h *Host) (tx struct{ Packets, Dropped uint64 }) {
+	t.Helper()
 	out, err := exec.Command(h.ip, "-n", h.ns, "-s", "-j", "link", "show", tunName).Output()
 	if err != nil {
 		t.Fatalf("ip link show: %v", err)
@@ -33,6 +40,7 @@ func ipDrops(t *testing.T, h *Host) uint64 {
 	var links []struct {
 		Stats struct {
 			TX struct {
+				Packets uint64 `json:"packets"`
 				Dropped uint64 `json:"dropped"`
 			} `json:"tx"`
 		} `json:"stats64"`
@@ -40,7 +48,8 @@ func ipDrops(t *testing.T, h *Host) uint64 {
 	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
 		t.Fatalf("ip link show: %v in %s", err, out)
 	}
-	return links[0].Stats.TX.Dropped
+	tx.Packets, tx.Dropped = links[0].Stats.TX.Packets, links[0].Stats.TX.Dropped
+	return tx
 }
 
 // burst sends n datagrams from a to addr back to back.
@@ -79,4 +88,25 @@ func TestDropsCountsOverruns(t *testing.T) {
 		t.Errorf("Drops counts %d, ip shows %d transmit drops on a's device", n, ip)
 	}
 	t.Logf("%d frames dropped, as ip counts them", n)
+}
+
+// Frames counts every frame the shaper read, as the kernel counts what the
+// devices handed to their reader.
+func TestFramesCountsWhatDevicesSent(t *testing.T) {
+	f := newFabric(t, "a", "b")
+	addr, _, _ := listenIn(t, f.Host("b"), "udp")
+	const n = 500
+	burst(t, f, "a", addr, n)
+	var frames, ip uint64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		// The device's count first: Frames can only have grown since.
+		ip = ipTX(t, f.Host("a")).Packets + ipTX(t, f.Host("b")).Packets
+		if frames = f.Frames(); frames == ip && frames >= n {
+			break
+		}
+	}
+	if frames < n || frames != ip {
+		t.Fatalf("Frames counts %d, the devices handed their reader %d; want the same, and at least the %d datagrams sent", frames, ip, n)
+	}
+	t.Logf("%d frames read, as ip counts them", frames)
 }

@@ -417,6 +417,19 @@ func (f *Fabric) Drops() (uint64, error) {
 	return n, nil
 }
 
+// Frames counts the frames the shaper has read from the hosts' devices so
+// far: every frame of a pair the shaper carries (a shaped pair's, or
+// every pair's without the bypass), whatever its link then does with it.
+// Frames that pairs on the kernel's path exchange are not counted, nor
+// those a device dropped before the shaper read them (see Drops). On the
+// kernel reference it is 0.
+func (f *Fabric) Frames() uint64 {
+	if f.router == nil {
+		return 0
+	}
+	return f.router.FramesRead()
+}
+
 // Close stops forwarding and deletes every namespace, which removes its
 // TUN device and everything configured in it. It is idempotent.
 func (f *Fabric) Close(ctx context.Context) error {

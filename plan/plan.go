@@ -508,11 +508,12 @@ const (
 	MetricCPUWait       = "cpu_wait_share"      // share of the time some runnable task on the machine waited for a CPU
 	MetricRunnerWait    = "runner_wait_share"   // share of the CPU time the runner's threads wanted that they waited for
 	MetricNetworkDrops  = "network_drops"       // frames the network fabric lost that no link declared (its queues overran)
+	MetricNetworkFrames = "network_frames"      // frames the shaper read (what network_drops is a share of)
 )
 
 // PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
 // also aggregated over all ops under the same names).
-var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait, MetricNetworkDrops}
+var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait, MetricNetworkDrops, MetricNetworkFrames}
 
 // Error classes. Every failed operation falls in exactly one.
 const (

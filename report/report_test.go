@@ -537,13 +537,13 @@ func TestNetworkBlock(t *testing.T) {
 	if b := networkBlock(r); b != nil {
 		t.Errorf("a run without a shaper has a network block: %+v", b)
 	}
-	r.Phases[0].NetworkDrops = results.Ptr(int64(0))
+	r.Phases[0].NetworkDrops, r.Phases[0].NetworkFrames = results.Ptr(int64(0)), results.Ptr(int64(800))
 	r.Phases[1].NetworkDrops = results.Ptr(int64(12))
 	b := networkBlock(r)
 	if len(b) != 1 || len(b[0].Fields) != 2 {
 		t.Fatalf("network block %+v, want one block with a field per phase", b)
 	}
-	for i, want := range []string{"no frame lost", "12 frames lost that no link declared"} {
+	for i, want := range []string{"no frame lost that no link declared of 800 the shaper carried", "12 frames lost that no link declared:"} {
 		if f := b[0].Fields[i]; f.Name != r.Phases[i].Name || !strings.Contains(f.Value, want) {
 			t.Errorf("field %d = %+v, want phase %s with %q", i, f, r.Phases[i].Name, want)
 		}

@@ -47,12 +47,16 @@ func serverBlock(r *results.Results) []coordBlock {
 func networkBlock(r *results.Results) []coordBlock {
 	var fs []field
 	for _, p := range r.Phases {
+		carried := ""
+		if f := p.NetworkFrames; f != nil {
+			carried = fmt.Sprintf(" of %d the shaper carried", *f)
+		}
 		switch d := p.NetworkDrops; {
 		case d == nil:
 		case *d == 0:
-			fs = append(fs, field{p.Name, "no frame lost that no link declared"})
+			fs = append(fs, field{p.Name, "no frame lost that no link declared" + carried})
 		default:
-			fs = append(fs, field{p.Name, fmt.Sprintf("%d frames lost that no link declared: the shaper fell behind, and each was a retransmission", *d)})
+			fs = append(fs, field{p.Name, fmt.Sprintf("%d frames lost that no link declared%s: the shaper fell behind, and each was a retransmission", *d, carried)})
 		}
 	}
 	if len(fs) == 0 {

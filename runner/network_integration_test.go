@@ -144,6 +144,11 @@ func checkGeoLatency(t *testing.T, res *results.Results, phaseName string) {
 	if p.NetworkDrops == nil || *p.NetworkDrops != 0 || res.Run.NetworkDrops == nil {
 		t.Errorf("network drops: phase %v, run %v; want 0 in both", p.NetworkDrops, res.Run.NetworkDrops)
 	}
+	// Every put crosses shaped links at least twice: the leader's
+	// appends to both followers.
+	if f := p.NetworkFrames; f == nil || *f < 2*p.Total.OK || res.Run.NetworkFrames == nil || *res.Run.NetworkFrames < *f {
+		t.Errorf("network frames: phase %v, run %v; want at least 2 a put (%d puts) in the phase, and at least as many in the run", p.NetworkFrames, res.Run.NetworkFrames, p.Total.OK)
+	}
 	if lat.P50MS < expected || lat.P50MS > expected+slack {
 		t.Errorf("put p50 %.1f ms, want between %.0f and %.0f ms (the floor, plus the larger of 25 ms and 10%%, plus the fsync p99)", lat.P50MS, expected, expected+slack)
 	}

@@ -139,8 +139,8 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		per[i], names[i] = res, c.spec.Name
 	}
 	res := results.Combine(names, per)
-	if x.drops != nil {
-		x.drops.fill(res)
+	if x.traffic != nil {
+		x.traffic.fill(res)
 	}
 	x.mu.Lock()
 	if x.abort != "" {
@@ -293,12 +293,12 @@ func (x *execution) walk(ctx context.Context, stop context.CancelFunc) error {
 			x.phase = ev.Phase
 			x.mu.Unlock()
 			x.log.Info("phase starts", "phase", ev.Phase, "at", ev.At)
-			if x.drops != nil {
-				x.drops.sample(ev.Phase, false)
+			if x.traffic != nil {
+				x.traffic.sample(ev.Phase, false)
 			}
 		case plan.EventPhaseEnd:
-			if x.drops != nil {
-				x.drops.sample(ev.Phase, true)
+			if x.traffic != nil {
+				x.traffic.sample(ev.Phase, true)
 			}
 			ended = append(ended, ev.Phase)
 			if x.opts.AbortOnFail {

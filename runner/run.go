@@ -157,8 +157,8 @@ type execution struct {
 	kube     *kube.Run      // the run's namespace, made by the first kubernetes cluster
 	fab      *fabric.Fabric // nil when the run needs no network shaping
 	net      *network
-	podNet   bool      // network faults act through rules in pods, not the fabric
-	drops    *netDrops // with a fabric: its undeclared drops per phase
+	podNet   bool       // network faults act through rules in pods, not the fabric
+	traffic  *netCounts // with a shaper: its frames and undeclared drops per phase
 	clusters []*clusterRun
 
 	// epoch is the one clock of the recorded history: every engine's
@@ -417,7 +417,7 @@ func (x *execution) startFabric(ctx context.Context) error {
 	x.fab = fab
 	if fab.Backend() != fabric.KernelBackend {
 		// The kernel reference has no shaper whose queues could overrun.
-		x.drops = newNetDrops(fab, x.log)
+		x.traffic = newNetCounts(fab, x.log)
 	}
 	if x.net, err = newNetwork(ctx, fabricLinks{fab}, hosts, x.plan.Network); err != nil {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))

@@ -76,6 +76,18 @@ func (r *Router) QueueDrops() uint64 {
 	return n
 }
 
+// FramesRead reports how many frames the router has read from all its
+// devices so far: HostStats' Read summed.
+func (r *Router) FramesRead() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n uint64
+	for _, h := range r.hosts {
+		n += h.read.Load()
+	}
+	return n
+}
+
 // Queued reports how many packets of the pair from→to are held right now
 // (waiting for their due time or being written); 0 for ids not added.
 func (r *Router) Queued(from, to int) int64 {

@@ -124,16 +124,20 @@ func TestRunnerWait(t *testing.T) {
 	}
 }
 
-// TestNetworkDrops: a phase's undeclared network drops are a metric where
-// they were counted, absent where they were not (no fabric), and the
-// summary names them only when there were some.
+// TestNetworkDrops: a phase's undeclared network drops and the frames the
+// shaper read are metrics where they were counted, absent where they were
+// not (no fabric), and the summary names the drops, against the frames,
+// only when there were some.
 func TestNetworkDrops(t *testing.T) {
 	r := sample()
-	r.Phases[0].NetworkDrops = Ptr(int64(0))
-	r.Phases[1].NetworkDrops = Ptr(int64(37))
-	r.Run.NetworkDrops = Ptr(int64(37))
+	r.Phases[0].NetworkDrops, r.Phases[0].NetworkFrames = Ptr(int64(0)), Ptr(int64(9000))
+	r.Phases[1].NetworkDrops, r.Phases[1].NetworkFrames = Ptr(int64(37)), Ptr(int64(51000))
+	r.Run.NetworkDrops, r.Run.NetworkFrames = Ptr(int64(37)), Ptr(int64(60000))
 	m := r.Metrics()
-	for path, want := range map[string]float64{"phase.steady.network_drops": 0, "phase.failover.network_drops": 37, "run.network_drops": 37} {
+	for path, want := range map[string]float64{
+		"phase.steady.network_drops": 0, "phase.failover.network_drops": 37, "run.network_drops": 37,
+		"phase.steady.network_frames": 9000, "phase.failover.network_frames": 51000, "run.network_frames": 60000,
+	} {
 		if got, ok := m[path].(float64); !ok || got != want {
 			t.Errorf("%s = %v, want %v", path, m[path], want)
 		}
@@ -145,10 +149,12 @@ func TestNetworkDrops(t *testing.T) {
 	if n := strings.Count(buf.String(), "no link declared"); n != 1 {
 		t.Errorf("the summary names network drops %d times, want once (the phase with 37):\n%s", n, buf.String())
 	}
-	if !strings.Contains(buf.String(), "network dropped 37 frames no link declared") {
+	if !strings.Contains(buf.String(), "network dropped 37 of 51000 frames no link declared (the shaper fell behind)") {
 		t.Errorf("summary lacks the failover phase's 37 drops:\n%s", buf.String())
 	}
-	if _, ok := sample().Metrics()["run.network_drops"]; ok {
-		t.Error("run.network_drops present in a run without a fabric")
+	for _, path := range []string{"run.network_drops", "run.network_frames"} {
+		if _, ok := sample().Metrics()[path]; ok {
+			t.Errorf("%s present in a run without a fabric", path)
+		}
 	}
 }

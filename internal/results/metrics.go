@@ -22,6 +22,7 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.server.<metric>.<stat>     the store's own metric over the scope (Phase.Server)
 //	<scope>.steal_share, cpu_wait_share the runner's machine over the scope (Phase.Machine)
 //	<scope>.network_drops              frames the fabric lost that no link declared (Phase.NetworkDrops)
+//	<scope>.network_frames             frames the shaper read (Phase.NetworkFrames)
 //	run.linearizable, run.lost_writes  the history checker's verdict
 //	run.watch_ok                       every registry's and key watch's checker's verdict
 //	run.workload.<w>.<registry metric> a registry's own figures (plan.RegistryMetrics)
@@ -156,6 +157,9 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	}
 	if d := p.NetworkDrops; d != nil {
 		m[scope+"."+plan.MetricNetworkDrops] = float64(*d)
+	}
+	if f := p.NetworkFrames; f != nil {
+		m[scope+"."+plan.MetricNetworkFrames] = float64(*f)
 	}
 }
 

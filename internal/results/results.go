@@ -190,6 +190,11 @@ type Phase struct {
 	// overran because the shaper fell behind. Each is a retransmission
 	// the scenario did not ask for. Absent without a fabric.
 	NetworkDrops *int64 `json:"network_drops,omitempty"`
+	// NetworkFrames counts the frames the shaper read over the phase: the
+	// frames of the pairs it carries (shaped ones, or all of them without
+	// the bypass), against which NetworkDrops is a share. Absent without
+	// a shaper.
+	NetworkFrames *int64 `json:"network_frames,omitempty"`
 	// WriteFloor is the write latency that the declared links allow for
 	// the leader in office, beside the measured put p50; absent when the
 	// network is unshaped, a network fault acts in the phase or the

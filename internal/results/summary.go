@@ -207,7 +207,7 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		parts = append(parts, machine)
 	}
 	if d := p.NetworkDrops; d != nil && *d > 0 {
-		parts = append(parts, fmt.Sprintf("network dropped %d frames no link declared (the shaper fell behind)", *d))
+		parts = append(parts, fmt.Sprintf("network dropped %d%s frames no link declared (the shaper fell behind)", *d, ofFrames(p.NetworkFrames)))
 	}
 	if p.LeaderElectedMS != nil && *p.LeaderElectedMS > 0 {
 		parts = append(parts, "new leader after "+fmtDuration(*p.LeaderElectedMS))
@@ -655,4 +655,13 @@ func classOrder(by map[string]int64) []string {
 		}
 	}
 	return out
+}
+
+// ofFrames says how many frames the shaper read, for a count of drops to
+// be read against: "" when that was not counted.
+func ofFrames(frames *int64) string {
+	if frames == nil {
+		return ""
+	}
+	return fmt.Sprintf(" of %d", *frames)
 }

@@ -1,0 +1,92 @@
+package runner
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/coordlab/scenario/internal/results"
+)
+
+// netCounter is what netCounts samples: the frames the shaper read and
+// the frames the network lost that no link declared, so far
+// (fabric.Fabric's Frames and Drops).
+type netCounter interface {
+	Frames() uint64
+	Drops() (uint64, error)
+}
+
+// netCount is one sample of a netCounter.
+type netCount struct{ frames, drops uint64 }
+
+// netCounts samples the fabric's counters at each phase's start and end,
+// so that each phase gets its own counts. A sample is taken on a goroutine
+// of its own: reading the devices' drop counters enters every host's
+// namespace, and the timeline's walk must not wait for that.
+type netCounts struct {
+	src netCounter
+	log *slog.Logger
+
+	wg         sync.WaitGroup
+	mu         sync.Mutex
+	start, end map[string]netCount // by phase
+	failed     bool                // a sample could not be read: no counts at all
+}
+
+func newNetCounts(src netCounter, log *slog.Logger) *netCounts {
+	return &netCounts{src: src, log: log, start: map[string]netCount{}, end: map[string]netCount{}}
+}
+
+// sample reads the counts as phase starts (end false) or ends.
+func (d *netCounts) sample(phase string, end bool) {
+	d.wg.Go(func() {
+		frames := d.src.Frames()
+		drops, err := d.src.Drops()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err != nil {
+			if !d.failed {
+				d.log.Warn("network drops not counted", "phase", phase, "err", err)
+			}
+			d.failed = true
+			return
+		}
+		c := netCount{frames: frames, drops: drops}
+		if end {
+			d.end[phase] = c
+		} else {
+			d.start[phase] = c
+		}
+	})
+}
+
+// fill waits for the samples, then sets each phase's NetworkFrames and
+// NetworkDrops where both its samples were read (a phase cut short by an
+// abort has no end), and the run's, their sums.
+func (d *netCounts) fill(res *results.Results) {
+	d.wg.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.failed {
+		return
+	}
+	var frames, drops int64
+	counted := false
+	for i := range res.Phases {
+		p := &res.Phases[i]
+		s, ok1 := d.start[p.Name]
+		e, ok2 := d.end[p.Name]
+		if !ok1 || !ok2 {
+			continue
+		}
+		// Counters only grow; a reset device (none is reset during a
+		// run) would read as none rather than as a huge count.
+		f, n := int64(max(e.frames, s.frames)-s.frames), int64(max(e.drops, s.drops)-s.drops)
+		p.NetworkFrames, p.NetworkDrops = &f, &n
+		frames += f
+		drops += n
+		counted = true
+	}
+	if counted {
+		res.Run.NetworkFrames, res.Run.NetworkDrops = &frames, &drops
+	}
+}
