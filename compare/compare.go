@@ -502,8 +502,15 @@ func networkWarnings(base, next *Side) []string {
 	if b == n {
 		return nil
 	}
-	return []string{fmt.Sprintf("the %s run's network lost more frames that no link declared: %.0f in base, %.0f in new (%s); the shaper fell behind, and latency and throughput changes may be its doing, not the store's",
-		larger(b, n), b, n, path)}
+	// Against the frames each run's shaper carried, where both counted
+	// them: a run that carried more frames may lose more.
+	inB, inN := fmt.Sprintf("%.0f", b), fmt.Sprintf("%.0f", n)
+	if fpath, fb, fn, okB, okN := runFigures(base, next, plan.MetricNetworkFrames); okB && okN {
+		inB, inN = fmt.Sprintf("%.0f of %.0f", b, fb), fmt.Sprintf("%.0f of %.0f", n, fn)
+		path += " of " + fpath
+	}
+	return []string{fmt.Sprintf("the %s run's network lost more frames that no link declared: %s in base, %s in new (%s); the shaper fell behind, and latency and throughput changes may be its doing, not the store's",
+		larger(b, n), inB, inN, path)}
 }
 
 // runFigures reads run.<metric> of each side (the median over a side's

@@ -192,6 +192,7 @@ func TestCompare(t *testing.T) {
 	tests := []struct {
 		name         string
 		change       func(*results.Results)
+		base         func(*results.Results) // the base run's change, if any
 		opts         Options
 		want         map[string]Verdict // rows that must be there
 		absent       []string           // rows that must not
@@ -334,6 +335,16 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			name: "undeclared network drops are named against the frames carried",
+			change: func(r *results.Results) {
+				r.Run.NetworkDrops, r.Run.NetworkFrames = results.Ptr(int64(552)), results.Ptr(int64(278436))
+			},
+			base: func(r *results.Results) { r.Run.NetworkFrames = results.Ptr(int64(270120)) },
+			wantWarnings: []string{
+				"the new run's network lost more frames that no link declared: 0 of 270120 in base, 552 of 278436 in new (run.network_drops of run.network_frames); the shaper fell behind, and latency and throughput changes may be its doing, not the store's",
+			},
+		},
+		{
 			name:   "the same scenario run from another directory",
 			change: func(r *results.Results) { r.Scenario = "/src/repo/scenarios/failover.hcl" },
 		},
@@ -343,6 +354,9 @@ func TestCompare(t *testing.T) {
 			base, next := run(), run()
 			if tt.change != nil {
 				tt.change(next)
+			}
+			if tt.base != nil {
+				tt.base(base)
 			}
 			d, err := Compare(base, next, tt.opts)
 			if tt.wantErr != "" {
