@@ -54,7 +54,9 @@ phase "load" {
 // shaped packet takes); through the shaper with packets on links with no
 // effect written straight from the reader ("direct"); and engaged with the
 // TUN devices' TCP segmentation offload off, every packet of the MTU
-// ("engaged-no-tso", what the offload saves). -fabric-modes chooses among
+// ("engaged-no-tso", what the offload saves); and engaged with each frame
+// read by a read(2) of its own ("engaged-plain", what reading frames in
+// batches through io_uring saves). -fabric-modes chooses among
 // them (by default bypass and engaged), loopback always kept. Runs
 // interleave over rounds, in alternating order (-rounds, then more until
 // every ratio's interval is within ±width or -max-rounds have run; see
@@ -194,6 +196,7 @@ var knownFabricModes = []fabricMode{
 	{"direct", runner.NetworkDirect},
 	{"engaged", runner.NetworkEngaged},
 	{"engaged-no-tso", runner.NetworkEngagedNoOffload},
+	{"engaged-plain", runner.NetworkEngagedPlain},
 }
 
 func fabricModeNames() []string {
@@ -239,6 +242,7 @@ func TestFabricModes(t *testing.T) {
 	}{
 		{"direct,engaged,engaged-no-tso", []string{"loopback", "direct", "engaged", "engaged-no-tso"}, false},
 		{"engaged", []string{"loopback", "engaged"}, false},
+		{"engaged-plain,engaged", []string{"loopback", "engaged-plain", "engaged"}, false},
 		{"bypass,kernel", []string{"loopback", "bypass", "kernel"}, false},
 		{"", nil, true},
 		{"loopback", nil, true},

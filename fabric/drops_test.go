@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordlab/scenario/internal/uring"
 	"github.com/vishvananda/netlink"
 )
 
@@ -93,20 +94,45 @@ func TestDropsCountsOverruns(t *testing.T) {
 // Frames counts every frame the shaper read, as the kernel counts what the
 // devices handed to their reader.
 func TestFramesCountsWhatDevicesSent(t *testing.T) {
-	f := newFabric(t, "a", "b")
-	addr, _, _ := listenIn(t, f.Host("b"), "udp")
-	const n = 500
-	burst(t, f, "a", addr, n)
-	var frames, ip uint64
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		// The device's count first: Frames can only have grown since.
-		ip = ipTX(t, f.Host("a")).Packets + ipTX(t, f.Host("b")).Packets
-		if frames = f.Frames(); frames == ip && frames >= n {
-			break
-		}
+	// With the devices read in batches through io_uring where the kernel
+	// has it, and by read(2): the count must be the same either way.
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ring", true: "plain"}[plain], func(t *testing.T) {
+			f := newFabricWith(t, Options{PlainReads: plain}, "a", "b")
+			addr, _, _ := listenIn(t, f.Host("b"), "udp")
+			const n = 500
+			burst(t, f, "a", addr, n)
+			var frames, ip uint64
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				// The device's count first: Frames can only have grown since.
+				ip = ipTX(t, f.Host("a")).Packets + ipTX(t, f.Host("b")).Packets
+				if frames = f.Frames(); frames == ip && frames >= n {
+					break
+				}
+			}
+			if frames < n || frames != ip {
+				t.Fatalf("Frames counts %d, the devices handed their reader %d; want the same, and at least the %d datagrams sent", frames, ip, n)
+			}
+			readers := f.router.RingReaders()
+			t.Logf("%d frames read, as ip counts them; %d devices read through io_uring", frames, readers)
+			if plain && readers != 0 {
+				t.Errorf("plain reads: %d devices read through io_uring, want none", readers)
+			}
+			if !plain && uringReads(t) && readers != 2 {
+				t.Errorf("%d devices read through io_uring, want both", readers)
+			}
+		})
 	}
-	if frames < n || frames != ip {
-		t.Fatalf("Frames counts %d, the devices handed their reader %d; want the same, and at least the %d datagrams sent", frames, ip, n)
+}
+
+// uringReads reports whether the shaper can read devices through io_uring
+// here (package uring).
+func uringReads(t *testing.T) bool {
+	ring, err := uring.New(1)
+	if err != nil {
+		t.Logf("the shaper reads frame by frame here: %v", err)
+		return false
 	}
-	t.Logf("%d frames read, as ip counts them", frames)
+	ring.Close()
+	return true
 }

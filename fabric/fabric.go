@@ -97,6 +97,10 @@ type Options struct {
 	// of up to 64 KiB while none of its outgoing links drops, jitters or
 	// limits the rate of packets (see SetLinks).
 	NoOffload bool
+	// PlainReads makes the shaper read each frame with a read(2) of its
+	// own, not in batches through io_uring (shaper.Options.PlainReads;
+	// for measuring what the ring saves).
+	PlainReads bool
 	// Bypass sends the packets of a pair whose link shapes nothing (no
 	// delay, jitter, loss, rate or cut) through the kernel, not the
 	// shaper: every host is joined to a bridge by a veth pair as well, the
@@ -205,7 +209,7 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 		if f.vnet {
 			hlen = vnetHeaderLen
 		}
-		f.router = shaper.New(shaper.Options{Engage: opts.Engage, Seed: opts.Seed, Logger: log, HeaderLen: hlen, MarkAddr: markAddr})
+		f.router = shaper.New(shaper.Options{Engage: opts.Engage, PlainReads: opts.PlainReads, Seed: opts.Seed, Logger: log, HeaderLen: hlen, MarkAddr: markAddr})
 	}
 	defer func() {
 		if err != nil {

@@ -62,7 +62,9 @@ type Options struct {
 	// are; NetworkDirect with packets on unshaped links written straight
 	// from the reader instead; NetworkEngagedNoOffload engaged with the TUN
 	// devices' TCP segmentation offload off, every packet of the MTU (what
-	// the offload saves). NetworkKernel builds the kernel reference
+	// the offload saves); NetworkEngagedPlain engaged with each frame
+	// read by a read(2) of its own instead of in batches through io_uring
+	// (what the ring saves). NetworkKernel builds the kernel reference
 	// instead of the shaper (veth links to a bridge, partitions by
 	// iptables; no shaping), to check the shaper's faults against. ""
 	// leaves the choice to the plan.
@@ -84,6 +86,7 @@ const (
 	NetworkBypass           = "bypass"
 	NetworkEngaged          = "engaged"
 	NetworkEngagedNoOffload = "engaged-no-offload"
+	NetworkEngagedPlain     = "engaged-plain"
 	NetworkDirect           = "direct"
 	NetworkKernel           = "kernel"
 )
@@ -406,10 +409,11 @@ func (x *execution) startFabric(ctx context.Context) error {
 		// Pairs whose link shapes nothing skip the shaper: they cost
 		// what the kernel's own path costs, not a read and a write of
 		// every packet in this process (see fabric.Options.Bypass).
-		Bypass:    x.opts.Network == "" || x.opts.Network == NetworkBypass,
-		Kernel:    x.opts.Network == NetworkKernel,
-		NoOffload: x.opts.Network == NetworkEngagedNoOffload,
-		Logger:    x.log,
+		Bypass:     x.opts.Network == "" || x.opts.Network == NetworkBypass,
+		Kernel:     x.opts.Network == NetworkKernel,
+		NoOffload:  x.opts.Network == NetworkEngagedNoOffload,
+		PlainReads: x.opts.Network == NetworkEngagedPlain,
+		Logger:     x.log,
 	})
 	if err != nil {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))

@@ -65,6 +65,12 @@ type Options struct {
 	// the engaged path). By default such a packet is written by the
 	// reading goroutine at once.
 	Engage bool
+	// PlainReads makes the router read each frame with a read(2) of its
+	// own, as it did before it read devices through io_uring (for
+	// measuring what the ring saves). Where io_uring is unavailable, or a
+	// device is no file descriptor with a read deadline, frames are read
+	// so anyway.
+	PlainReads bool
 	// QueueLimit is how many packets a pair holds (waiting for their due
 	// time or being written) before it drops new ones; 0 means 10000.
 	QueueLimit int
@@ -131,6 +137,9 @@ type Router struct {
 
 	// schedulers counts the pair goroutines of a Run; readers start them.
 	schedulers sync.WaitGroup
+
+	plainReads  sync.Once    // logs once that readers read frame by frame
+	ringReaders atomic.Int32 // readers that read their device through an io_uring
 }
 
 type linkTable struct {
@@ -314,6 +323,9 @@ func (r *Router) Run(ctx context.Context) error {
 
 // readLoop reads one device until it stops (see Run).
 func (r *Router) readLoop(ctx context.Context, h *host) error {
+	if done, err := r.ringReadLoop(ctx, h); done {
+		return err
+	}
 	dl, _ := h.dev.(deadliner)
 	if dl != nil {
 		stop := context.AfterFunc(ctx, func() { dl.SetReadDeadline(time.Now()) })

@@ -88,6 +88,11 @@ func (r *Router) FramesRead() uint64 {
 	return n
 }
 
+// RingReaders reports how many hosts' devices are read through an
+// io_uring (the others by read(2): Options.PlainReads, or no io_uring
+// here).
+func (r *Router) RingReaders() int { return int(r.ringReaders.Load()) }
+
 // Queued reports how many packets of the pair from→to are held right now
 // (waiting for their due time or being written); 0 for ids not added.
 func (r *Router) Queued(from, to int) int64 {

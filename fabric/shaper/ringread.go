@@ -1,0 +1,123 @@
+package shaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/coordlab/scenario/internal/uring"
+)
+
+// ringReadBufs is how many frames one wake-up of a host's reader reads at
+// most, into buffers of the largest frame (80 KiB each).
+const ringReadBufs = 16
+
+// ringReadLoop reads h's device through an io_uring: up to ringReadBufs
+// frames in one system call, none of which waits (uring.Ring.Reads),
+// instead of one read(2) a frame; when the device is empty it waits on the
+// runtime's poller, as an *os.File's Read does. It reports false, having
+// read nothing, where that cannot be done, and readLoop reads with read(2).
+// It stops as readLoop does.
+func (r *Router) ringReadLoop(ctx context.Context, h *host) (bool, error) {
+	sc, ok := h.dev.(syscall.Conn)
+	dl, _ := h.dev.(deadliner)
+	if r.opts.PlainReads || !ok || dl == nil {
+		return false, nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false, nil
+	}
+	ring, err := uring.New(ringReadBufs)
+	if err != nil {
+		r.plainReads.Do(func() { r.log.Info("shaper reads each frame with read(2)", "reason", err) })
+		return false, nil
+	}
+	defer ring.Close()
+	stop := context.AfterFunc(ctx, func() { dl.SetReadDeadline(time.Now()) })
+	defer stop()
+	pks := make([]*packet, ringReadBufs)
+	bufs := make([][]byte, ringReadBufs)
+	for i := range pks {
+		pks[i] = getLarge()
+		bufs[i] = pks[i].b[:cap(pks[i].b)]
+	}
+	defer func() {
+		for _, pk := range pks {
+			putPacket(pk)
+		}
+	}()
+	res := make([]int, ringReadBufs)
+	r.ringReaders.Add(1)
+	rng := rand.New(rand.NewPCG(uint64(r.opts.Seed), uint64(h.idx)))
+	// How many frames to ask for: twice what the last wake-up found, so
+	// that an idle device costs few reads that find nothing.
+	want := 2
+	readAny := false
+	for {
+		var readErr error
+		// RawConn.Read holds the descriptor while the ring reads it, and
+		// waits on the poller for the device to have a frame whenever the
+		// first read finds none.
+		err := rc.Read(func(fd uintptr) bool {
+			readErr = ring.Reads(int(fd), bufs[:want], res[:want])
+			return readErr != nil || res[0] != -int(syscall.EAGAIN)
+		})
+		if err == nil {
+			err = readErr
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return true, nil
+			}
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				// Not ours (see readLoop).
+				dl.SetReadDeadline(time.Time{})
+				if ctx.Err() != nil {
+					return true, nil
+				}
+				continue
+			case errors.Is(err, os.ErrClosed), errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF):
+				r.log.Debug("shaper device closed", "host", h.id, "err", err)
+				return true, nil
+			}
+			return true, fmt.Errorf("shaper: read host %d: %w", h.id, err)
+		}
+		got := 0
+		for i, n := range res[:want] {
+			switch {
+			case n > 0:
+				got++
+				readAny = true
+				h.read.Add(1)
+				rb := readBuf{pk: pks[i], n: n}
+				r.route(ctx, h, &rb, rng)
+				// A large frame queued keeps its buffer (readBuf.take).
+				if rb.pk != pks[i] {
+					pks[i] = rb.pk
+					bufs[i] = rb.pk.b[:cap(rb.pk.b)]
+				}
+			case n == -int(syscall.EAGAIN), n == 0:
+			case !readAny && (n == -int(syscall.EINVAL) || n == -int(syscall.EOPNOTSUPP)):
+				// A kernel whose io_uring lacks these reads (before
+				// Linux 5.6): nothing was read, so read(2) takes over.
+				r.ringReaders.Add(-1)
+				r.plainReads.Do(func() { r.log.Info("shaper reads each frame with read(2)", "reason", syscall.Errno(-n)) })
+				return false, nil
+			default:
+				if ctx.Err() != nil {
+					return true, nil
+				}
+				return true, fmt.Errorf("shaper: read host %d: %w", h.id, syscall.Errno(-n))
+			}
+		}
+		want = min(max(2*got, 2), ringReadBufs)
+	}
+}
