@@ -2,12 +2,7 @@ package shaper
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"os"
 	"syscall"
 	"time"
 
@@ -36,7 +31,7 @@ func (r *Router) ringReadLoop(ctx context.Context, h *host) (bool, error) {
 	}
 	ring, err := uring.New(ringReadBufs)
 	if err != nil {
-		r.plainReads.Do(func() { r.log.Info("shaper reads each frame with read(2)", "reason", err) })
+		r.readsPlain(err)
 		return false, nil
 	}
 	defer ring.Close()
@@ -73,22 +68,10 @@ func (r *Router) ringReadLoop(ctx context.Context, h *host) (bool, error) {
 			err = readErr
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return true, nil
-			}
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				// Not ours (see readLoop).
-				dl.SetReadDeadline(time.Time{})
-				if ctx.Err() != nil {
-					return true, nil
-				}
+			if strayDeadline(ctx, dl, err) {
 				continue
-			case errors.Is(err, os.ErrClosed), errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF):
-				r.log.Debug("shaper device closed", "host", h.id, "err", err)
-				return true, nil
 			}
-			return true, fmt.Errorf("shaper: read host %d: %w", h.id, err)
+			return true, r.readErr(ctx, h, err)
 		}
 		got := 0
 		for i, n := range res[:want] {
@@ -109,15 +92,17 @@ func (r *Router) ringReadLoop(ctx context.Context, h *host) (bool, error) {
 				// A kernel whose io_uring lacks these reads (before
 				// Linux 5.6): nothing was read, so read(2) takes over.
 				r.ringReaders.Add(-1)
-				r.plainReads.Do(func() { r.log.Info("shaper reads each frame with read(2)", "reason", syscall.Errno(-n)) })
+				r.readsPlain(syscall.Errno(-n))
 				return false, nil
 			default:
-				if ctx.Err() != nil {
-					return true, nil
-				}
-				return true, fmt.Errorf("shaper: read host %d: %w", h.id, syscall.Errno(-n))
+				return true, r.readErr(ctx, h, syscall.Errno(-n))
 			}
 		}
 		want = min(max(2*got, 2), ringReadBufs)
 	}
+}
+
+// readsPlain logs, once a Run, why readers read frame by frame.
+func (r *Router) readsPlain(reason error) {
+	r.plainReads.Do(func() { r.log.Info("shaper reads each frame with read(2)", "reason", reason) })
 }

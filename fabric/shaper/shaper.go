@@ -341,24 +341,10 @@ func (r *Router) readLoop(ctx context.Context, h *host) error {
 	for {
 		n, err := h.dev.Read(rb.pk.b[:cap(rb.pk.b)])
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded) && dl != nil:
-				// Not ours: ours are only set once ctx has ended. Clear
-				// it; checking ctx again orders this before our own.
-				dl.SetReadDeadline(time.Time{})
-				if ctx.Err() != nil {
-					return nil
-				}
+			if strayDeadline(ctx, dl, err) {
 				continue
-			case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, os.ErrClosed),
-				errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF):
-				r.log.Debug("shaper device closed", "host", h.id, "err", err)
-				return nil
 			}
-			return fmt.Errorf("shaper: read host %d: %w", h.id, err)
+			return r.readErr(ctx, h, err)
 		}
 		if n == 0 {
 			continue
@@ -367,6 +353,32 @@ func (r *Router) readLoop(ctx context.Context, h *host) error {
 		rb.n = n
 		r.route(ctx, h, rb, rng)
 	}
+}
+
+// strayDeadline reports whether a reader goes on after a read that failed
+// with err: only after a deadline that is not ours (ours are set once ctx
+// has ended), which it clears. dl is the device's deadliner, or nil.
+func strayDeadline(ctx context.Context, dl deadliner, err error) bool {
+	if ctx.Err() != nil || dl == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	dl.SetReadDeadline(time.Time{})
+	// Checking ctx again orders the clearing before our own deadline.
+	return ctx.Err() == nil
+}
+
+// readErr is what a reader of h that stops on err returns: nil when ctx
+// has ended or the device was closed (Run's contract), else err.
+func (r *Router) readErr(ctx context.Context, h *host, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, os.ErrClosed),
+		errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF):
+		r.log.Debug("shaper device closed", "host", h.id, "err", err)
+		return nil
+	}
+	return fmt.Errorf("shaper: read host %d: %w", h.id, err)
 }
 
 // readBuf is a reader's buffer and the length of the frame read into it.

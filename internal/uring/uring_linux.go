@@ -66,9 +66,9 @@ const (
 	atCurrentPos = ^uint64(0)
 )
 
-// Ring is one io_uring instance: a submission queue of Size entries and a
-// completion queue twice as long, for batches of reads. Its methods must not be called
-// concurrently.
+// Ring is one io_uring instance for batches of reads: a submission queue
+// of Size entries and a completion queue twice as long. Its methods must
+// not be called concurrently.
 type Ring struct {
 	fd                  int
 	sqMem, cqMem, sqMap []byte
@@ -162,20 +162,18 @@ func (r *Ring) Size() int { return r.size }
 // only when the ring itself failed, after which it must not be used again;
 // bufs must not be used until it returns.
 func (r *Ring) Reads(fd int, bufs [][]byte, res []int) error {
-	return r.submit(opRead, fd, bufs, res)
-}
-
-func (r *Ring) submit(op uint8, fd int, bufs [][]byte, res []int) error {
 	if r.broken != nil {
 		return r.broken
 	}
 	if len(bufs) > r.size || len(res) < len(bufs) {
-		return fmt.Errorf("uring: %d requests with room for %d results on a ring of %d", len(bufs), len(res), r.size)
+		return fmt.Errorf("uring: %d reads with room for %d results on a ring of %d", len(bufs), len(res), r.size)
 	}
+	// The kernel writes into bufs until the reads complete.
+	defer runtime.KeepAlive(bufs)
 	tail := *r.sqTail
 	for i, b := range bufs {
 		idx := tail & r.sqMask
-		e := sqe{opcode: op, fd: int32(fd), off: atCurrentPos, len: uint32(len(b)), rwFlags: rwfNowait, userData: uint64(i)}
+		e := sqe{opcode: opRead, fd: int32(fd), off: atCurrentPos, len: uint32(len(b)), rwFlags: rwfNowait, userData: uint64(i)}
 		if len(b) > 0 {
 			e.addr = uint64(uintptr(unsafe.Pointer(&b[0])))
 		}
@@ -185,13 +183,13 @@ func (r *Ring) submit(op uint8, fd int, bufs [][]byte, res []int) error {
 	}
 	// Publishes the entries before the kernel can see the new tail.
 	atomic.StoreUint32(r.sqTail, tail)
-	// Submitted without telling the runtime of a system call: the requests
-	// complete within it (none waits, RWF_NOWAIT), and a batch of 20 takes
-	// about 50 µs, long enough for the runtime to hand this goroutine's
+	// Submitted without telling the runtime of a system call: the reads
+	// complete within it (none waits, RWF_NOWAIT), and a batch of 16 large
+	// frames can take long enough for the runtime to hand this goroutine's
 	// processor to another thread and make it win one back afterwards.
 	pending := tail - atomic.LoadUint32(r.sqHead)
 	_, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(pending), 0, 0, 0, 0)
-	if err := r.enterFailed(errno, bufs); err != nil {
+	if err := r.enterFailed(errno); err != nil {
 		return err
 	}
 	// Should a completion come late all the same, it is waited for as a
@@ -199,18 +197,17 @@ func (r *Ring) submit(op uint8, fd int, bufs [][]byte, res []int) error {
 	for done := r.reap(res); done < len(bufs); {
 		pending := tail - atomic.LoadUint32(r.sqHead)
 		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(pending), uintptr(len(bufs)-done), enterGetEvents, 0, 0)
-		if err := r.enterFailed(errno, bufs); err != nil {
+		if err := r.enterFailed(errno); err != nil {
 			return err
 		}
 		done += r.reap(res)
 	}
-	runtime.KeepAlive(bufs)
 	return nil
 }
 
 // enterFailed returns the error an io_uring_enter's errno means for the
 // ring, marking it broken if any.
-func (r *Ring) enterFailed(errno unix.Errno, bufs [][]byte) error {
+func (r *Ring) enterFailed(errno unix.Errno) error {
 	switch errno {
 	case 0, unix.EINTR:
 		// Interrupted while waiting (the runtime's preemption signals):
@@ -224,7 +221,6 @@ func (r *Ring) enterFailed(errno unix.Errno, bufs [][]byte) error {
 	// The entries may still be in the queue; nothing may use the ring
 	// again.
 	r.broken = fmt.Errorf("uring: io_uring_enter: %w", errno)
-	runtime.KeepAlive(bufs)
 	return r.broken
 }
 
