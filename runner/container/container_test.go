@@ -100,9 +100,12 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "hello in the log", logHas(t, n, "hello from n1"))
-	if b, err := os.ReadFile(filepath.Join(n.DataDir(), "file")); err != nil || string(b) != "written\n" {
-		t.Fatalf("data dir not shared with the host: %q %v", b, err)
-	}
+	// The script writes the file after its hello: wait for what it wrote
+	// (a cold CI run once read the file between the two).
+	waitFor(t, "the node's data file on the host", func() bool {
+		b, _ := os.ReadFile(filepath.Join(n.DataDir(), "file"))
+		return string(b) == "written\n"
+	})
 	storeNS, _ := os.Readlink("/proc/" + itoa(n.PID()) + "/ns/net")
 	if storeNS != nsBefore {
 		t.Fatalf("store in namespace %s, sandbox in %s", storeNS, nsBefore)
