@@ -401,6 +401,7 @@ func (c *clusterRun) watchNodes(ctx context.Context) {
 	defer t.Stop()
 	pids := make([]int, len(c.nodes))
 	for {
+		before := c.downCounts()
 		for i, n := range c.nodes {
 			pid := 0
 			if n.Running() {
@@ -408,7 +409,7 @@ func (c *clusterRun) watchNodes(ctx context.Context) {
 			}
 			if pid != pids[i] {
 				c.prov.sample(c.coll, n, pid)
-				if pid == 0 && !c.expectedDown(i+1) {
+				if pid == 0 && !c.exitExpected(i+1, before[i+1]) {
 					msg := fmt.Sprintf("exited unexpectedly at %s during phase %q (%v); log: %s",
 						time.Since(x.base).Round(time.Millisecond), x.currentPhase(), n.Err(), x.keptLogPath(n.Name()))
 					c.log.Warn("node " + n.Name() + " " + msg)

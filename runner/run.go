@@ -221,8 +221,15 @@ type clusterRun struct {
 
 	mu     sync.Mutex
 	notes  map[string]string
-	leader int         // the last leader polled, 0 if none
-	downs  map[int]int // node -> faults that took it down on purpose
+	leader int               // the last leader polled, 0 if none
+	downs  map[int]downCount // node -> the faults that took it down on purpose
+}
+
+// downCount is how many faults hold a node down on purpose, and how often
+// that number has changed.
+type downCount struct {
+	faults  int
+	changes uint64
 }
 
 func newClusterRun(x *execution, spec plan.ClusterSpec) *clusterRun {
