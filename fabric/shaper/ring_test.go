@@ -121,6 +121,13 @@ func TestReadsThroughRing(t *testing.T) {
 			}
 			for k := range n {
 				m, err := unix.Read(devs[1].peer, buf)
+				// A read under SO_RCVTIMEO is not restarted after a
+				// signal (signal(7)), and the Go runtime sends its
+				// threads preemption signals: a CI run failed here
+				// on EINTR.
+				for err == unix.EINTR {
+					m, err = unix.Read(devs[1].peer, buf)
+				}
 				if err != nil {
 					t.Fatalf("frame %d of %d: %v", k, n, err)
 				}
