@@ -31,11 +31,15 @@ func needDocker(t *testing.T, store string) {
 
 var dockerOpts = Options{Provider: plan.ProviderDocker}
 
-// leftContainers lists what of ours the engine still has: every container,
-// volume and network carrying an owner label.
-func leftContainers(t *testing.T) []string {
+// leftContainers lists what of res's run the engine still has: every
+// container, volume and network carrying its label (other tests' runs may
+// be under way beside it).
+func leftContainers(t *testing.T, res *results.Results) []string {
 	t.Helper()
-	left, err := container.Labelled(context.Background(), container.LabelOwner)
+	if res.RunID == "" {
+		t.Fatal("the results name no run")
+	}
+	left, err := container.Labelled(context.Background(), container.LabelRun+"="+res.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +62,7 @@ func checkDockerRun(t *testing.T, res *results.Results) {
 			t.Errorf("node %s resources: %+v", r.Node, r.Summary)
 		}
 	}
-	if left := leftContainers(t); len(left) > 0 {
+	if left := leftContainers(t, res); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }
@@ -181,6 +185,7 @@ phase "partition" {
 func TestDockerStores(t *testing.T) {
 	for _, sc := range storeCases {
 		t.Run(sc.store, func(t *testing.T) {
+			t.Parallel() // see storeCases
 			needDocker(t, sc.store)
 			res := runScenarioWith(t, sc.cluster+writerWorkload(sc.store)+`
 phase "steady" {
@@ -277,7 +282,7 @@ check "only etcd elected" {
 			t.Errorf("check %q: %s (observed %v)", c.Name, c.Error, c.Observed)
 		}
 	}
-	if left := leftContainers(t); len(left) > 0 {
+	if left := leftContainers(t, res); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }

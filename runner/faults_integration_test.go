@@ -118,7 +118,14 @@ func failover(t *testing.T, p *results.Phase, n int) []results.Failover {
 	return p.Failovers
 }
 
+// TestLeaderKill and TestStopRestartAndRepetition run side by side with
+// each other (t.Parallel), once the tests that run alone are done: they
+// hold to seconds (elections, restarts, first writes) and faults landing
+// within 500 ms, as the stores' cases do (see storeCases). The others here
+// hold to less (a pause's 1.3-2 s of unknown leader, latency under disk
+// contention) and run alone.
 func TestLeaderKill(t *testing.T) {
+	t.Parallel()
 	res := runScenario(t, faultCluster+`
 phase "before" {
   duration = "3s"
@@ -233,6 +240,7 @@ phase "all-paused" {
 }
 
 func TestStopRestartAndRepetition(t *testing.T) {
+	t.Parallel() // see TestLeaderKill
 	res := runScenario(t, faultCluster+`
 phase "stop" {
   duration = "6s"

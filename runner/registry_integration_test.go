@@ -42,6 +42,7 @@ func TestCoordinationWorkloads(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.store, func(t *testing.T) {
+			t.Parallel() // see storeCases
 			needStore(t, tc.store)
 			vanishFor := 2*tc.ttl + 2*time.Second
 			// The writer's keys are watched too, as configuration is.
