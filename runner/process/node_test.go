@@ -477,6 +477,39 @@ func TestThreadExitDoesNotKillNodes(t *testing.T) {
 	}
 }
 
+// TestAllocatePortsAcrossRuns: two live runs of one process never hand out
+// the same port, and a closed run's ports go back. 500 ports each from the
+// about 22,000 below the ephemeral range: runs that excluded only their own
+// would share about 11.
+func TestAllocatePortsAcrossRuns(t *testing.T) {
+	r1, r2 := newTestRun(t, RunOptions{}), newTestRun(t, RunOptions{})
+	owner := make(map[int]*Run)
+	for range 100 {
+		for _, r := range []*Run{r1, r2} {
+			ports, err := r.AllocatePorts(5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range ports {
+				if o, ok := owner[p]; ok {
+					t.Fatalf("port %d handed out twice (the second time to the same run: %v)", p, o == r)
+				}
+				owner[p] = r
+			}
+		}
+	}
+	if err := r1.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for p, r := range owner {
+		if got := handedOut.ports[p]; got != (r == r2) {
+			t.Errorf("port %d of run %s: held %v after the first run closed", p, r.ID(), got)
+		}
+	}
+}
+
 func TestAllocatePorts(t *testing.T) {
 	for _, n := range []int{0, 1, 5, 50} {
 		ports, err := AllocatePorts(n)

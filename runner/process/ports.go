@@ -9,11 +9,25 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // portFloor is the lowest port AllocatePorts hands out: well above the
 // registered services most machines run.
 const portFloor = 10000
+
+// handedOut holds the ports that the live Runs of this process have handed
+// out. Ports belong to the machine, not to a Run: two runs in one process (a
+// test's cases side by side) each choosing by binding and closing could
+// otherwise both hand out a port that neither node has bound yet, and the
+// node that binds it second dies. A ZooKeeper node binds its election port
+// seconds after it starts, and died so (exit 14) while a Consul cluster
+// started beside it, past the start's retry on a lost port. Runs of other
+// processes can still race us; see AllocatePorts.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // AllocatePorts returns n distinct ports that are free on 127.0.0.1 for both
 // TCP and UDP (Consul gossips over both). Each is bound while the others are
@@ -29,21 +43,45 @@ const portFloor = 10000
 // range is left, it falls back to ports the kernel picks. A node that still
 // loses the race dies with an error that matches ErrAddrInUse; the caller
 // allocates again, calls SetSpec and restarts it.
+//
+// It leaves out the ports a live Run of this process has handed out, but
+// does not hold the ports it returns: its callers (a store's tests) run one
+// cluster at a time.
 func AllocatePorts(n int) ([]int, error) {
-	return allocatePorts(n, nil)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	return allocatePorts(n, handedOut.ports)
 }
 
 // AllocatePorts is the package-level AllocatePorts, except that it never
-// returns a port it returned before in this run, whether or not the node
-// given it has bound it yet.
+// returns a port it returned before in this run, nor one another live Run
+// of this process returned, whether or not the node given it has bound it
+// yet. Close gives them back.
 func (r *Run) AllocatePorts(n int) ([]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ports, err := allocatePorts(n, r.ports)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	// The run's own ports are among the handed out until it closes.
+	ports, err := allocatePorts(n, handedOut.ports)
 	for _, p := range ports {
 		r.ports[p] = true
+		handedOut.ports[p] = true
 	}
 	return ports, err
+}
+
+// releasePorts gives the run's ports back to the process, once its nodes
+// have ended (a node left running still holds its ports, which no bind can
+// then take).
+func (r *Run) releasePorts() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for p := range r.ports {
+		delete(handedOut.ports, p)
+	}
 }
 
 func allocatePorts(n int, exclude map[int]bool) ([]int, error) {

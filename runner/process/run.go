@@ -296,6 +296,7 @@ func (r *Run) close(ctx context.Context) error {
 	wg.Wait()
 	close(r.spawnQuit)
 	<-r.spawnDone
+	r.releasePorts()
 
 	if err := errors.Join(errs...); err != nil {
 		r.log.Error("run closed with processes left; directory kept for ReapStale", "dir", r.dir, "err", err)
