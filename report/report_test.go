@@ -543,13 +543,13 @@ func TestNetworkBlock(t *testing.T) {
 	if len(b) != 1 || len(b[0].Fields) != 2 {
 		t.Fatalf("network block %+v, want one block with a field per phase", b)
 	}
-	for i, want := range []string{"no frame lost that no link declared of 800 the shaper carried", "12 frames lost that no link declared:"} {
+	for i, want := range []string{"the shaper carried 800 frames and lost no frame that no link declared", "lost 12 frames that no link declared: the shaper fell behind"} {
 		if f := b[0].Fields[i]; f.Name != r.Phases[i].Name || !strings.Contains(f.Value, want) {
 			t.Errorf("field %d = %+v, want phase %s with %q", i, f, r.Phases[i].Name, want)
 		}
 	}
 	page, _ := render(t, r, t.TempDir())
-	if !strings.Contains(page, "12 frames lost that no link declared") {
+	if !strings.Contains(page, "lost 12 frames that no link declared") {
 		t.Error("the page does not show the network block")
 	}
 }

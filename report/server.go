@@ -47,17 +47,22 @@ func serverBlock(r *results.Results) []coordBlock {
 func networkBlock(r *results.Results) []coordBlock {
 	var fs []field
 	for _, p := range r.Phases {
-		carried := ""
+		d := p.NetworkDrops
+		if d == nil {
+			continue
+		}
+		lost := "no frame"
+		if *d > 0 {
+			lost = fmt.Sprintf("%d frames", *d)
+		}
+		v := "lost " + lost + " that no link declared"
 		if f := p.NetworkFrames; f != nil {
-			carried = fmt.Sprintf(" of %d the shaper carried", *f)
+			v = fmt.Sprintf("the shaper carried %d frames and %s", *f, v)
 		}
-		switch d := p.NetworkDrops; {
-		case d == nil:
-		case *d == 0:
-			fs = append(fs, field{p.Name, "no frame lost that no link declared" + carried})
-		default:
-			fs = append(fs, field{p.Name, fmt.Sprintf("%d frames lost that no link declared%s: the shaper fell behind, and each was a retransmission", *d, carried)})
+		if *d > 0 {
+			v += ": the shaper fell behind, and each was a retransmission"
 		}
+		fs = append(fs, field{p.Name, v})
 	}
 	if len(fs) == 0 {
 		return nil
