@@ -26,7 +26,8 @@ run: build
 # drivers 94-104 s instead of about 190. Their clusters' ports come from
 # below the kernel's ephemeral range (storetest.FreeAddrs and the runner's
 # process.AllocatePorts), so the other package's connections cannot take one
-# before it is bound.
+# before it is bound, and are held machine-wide until the test or run ends,
+# so the other package's clusters are not handed one either.
 test: vet test-unit test-integration
 
 # The packages whose tests start no store, container or fabric (a shell

@@ -194,10 +194,12 @@ func (c *Cluster) start(ctx context.Context, bin, etcdBin string, opts Options) 
 	// Below the ephemeral range, as the runner's nodes get theirs: a port
 	// the kernel picked for a bind to port 0 could be taken by an outgoing
 	// connection (containerd's, the kubelet's) before etcd binds it.
-	ports, err := process.AllocatePorts(2)
+	// They are held until the cluster is up, by when etcd has bound them.
+	ports, release, err := process.AllocatePorts(2)
 	if err != nil {
 		return err
 	}
+	defer release()
 	etcdPorts := []string{strconv.Itoa(ports[0]), strconv.Itoa(ports[1])}
 	etcdURL := "http://127.0.0.1:" + etcdPorts[0]
 	if err := c.daemon("etcd", etcdBin, "--data-dir", filepath.Join(c.dir, "etcd"),

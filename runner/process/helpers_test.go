@@ -33,8 +33,27 @@ func TestMain(m *testing.M) {
 		fakeRunner()
 	case "exit":
 		os.Exit(0)
+	case "ports":
+		holdPorts()
 	}
 	os.Exit(m.Run())
+}
+
+// holdPorts allocates PORTS_N ports, writes them to stdout as JSON and
+// holds them until stdin closes.
+func holdPorts() {
+	n, _ := strconv.Atoi(os.Getenv("PORTS_N"))
+	ports, release, err := AllocatePorts(n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hold ports:", err)
+		os.Exit(1)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(ports); err != nil {
+		os.Exit(1)
+	}
+	io.Copy(io.Discard, os.Stdin)
+	release()
+	os.Exit(0)
 }
 
 // fakeNode listens on -listen, writes its pid to -pidfile, optionally starts

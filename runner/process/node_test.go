@@ -4,13 +4,18 @@ package process
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -501,18 +506,94 @@ func TestAllocatePortsAcrossRuns(t *testing.T) {
 	if err := r1.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	handedOut.Lock()
-	defer handedOut.Unlock()
 	for p, r := range owner {
-		if got := handedOut.ports[p]; got != (r == r2) {
-			t.Errorf("port %d of run %s: held %v after the first run closed", p, r.ID(), got)
+		res, err := reservePort(p)
+		if free := err == nil; free != (r == r1) {
+			t.Errorf("port %d of run %s: free for another caller %v after the first run closed (%v)", p, r.ID(), free, err)
 		}
+		if err == nil {
+			res.Close()
+		}
+	}
+}
+
+// TestAllocatePortsAcrossProcesses: a process never hands out a port that
+// another holds, and a process killed with SIGKILL holds none. The other
+// is this test binary as a helper that allocates 500 ports and holds them
+// until its stdin closes.
+func TestAllocatePortsAcrossProcesses(t *testing.T) {
+	const n = 500
+	start := func() (*exec.Cmd, io.WriteCloser, []int) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), helperEnv+"=ports", "PORTS_N="+strconv.Itoa(n))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		var ports []int
+		if err := json.NewDecoder(out).Decode(&ports); err != nil {
+			t.Fatalf("read the helper's ports: %v", err)
+		}
+		return cmd, stdin, ports
+	}
+	cmd, _, theirs := start()
+	if len(theirs) != n {
+		t.Fatalf("helper allocated %d ports, want %d", len(theirs), n)
+	}
+
+	ours, release, err := AllocatePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	held := make(map[int]bool)
+	for _, p := range theirs {
+		held[p] = true
+	}
+	for _, p := range ours {
+		if held[p] {
+			t.Errorf("port %d handed out here while the helper holds it", p)
+		}
+	}
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for _, p := range theirs {
+		res, err := reservePort(p)
+		if err != nil {
+			t.Fatalf("port %d still held after its holder was killed: %v", p, err)
+		}
+		res.Close()
+	}
+
+	// A helper that closes gracefully gives its ports back too, and one
+	// started now gets none of ours.
+	cmd, stdin, theirs := start()
+	for _, p := range theirs {
+		if slices.Contains(ours, p) {
+			t.Errorf("helper got port %d, which this process holds", p)
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
 	}
 }
 
 func TestAllocatePorts(t *testing.T) {
 	for _, n := range []int{0, 1, 5, 50} {
-		ports, err := AllocatePorts(n)
+		ports, release, err := AllocatePorts(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -531,9 +612,21 @@ func TestAllocatePorts(t *testing.T) {
 				continue
 			}
 			l.Close()
+			if _, err := reservePort(p); !errors.Is(err, syscall.EADDRINUSE) {
+				t.Errorf("port %d not held: reserving it again gave %v", p, err)
+			}
+		}
+		release()
+		for _, p := range ports {
+			res, err := reservePort(p)
+			if err != nil {
+				t.Errorf("port %d held after release: %v", p, err)
+				continue
+			}
+			res.Close()
 		}
 	}
-	if _, err := AllocatePorts(-1); err == nil {
+	if _, _, err := AllocatePorts(-1); err == nil {
 		t.Error("AllocatePorts(-1) succeeded")
 	}
 

@@ -1,152 +1,168 @@
 package process
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 )
 
 // portFloor is the lowest port AllocatePorts hands out: well above the
 // registered services most machines run.
 const portFloor = 10000
 
-// handedOut holds the ports that the live Runs of this process have handed
-// out. Ports belong to the machine, not to a Run: two runs in one process (a
-// test's cases side by side) each choosing by binding and closing could
-// otherwise both hand out a port that neither node has bound yet, and the
-// node that binds it second dies. A ZooKeeper node binds its election port
-// seconds after it starts, and died so (exit 14) while a Consul cluster
-// started beside it, past the start's retry on a lost port. Runs of other
-// processes can still race us; see AllocatePorts.
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
 // AllocatePorts returns n distinct ports that are free on 127.0.0.1 for both
-// TCP and UDP (Consul gossips over both). Each is bound while the others are
-// chosen, so the n never collide with one another.
+// TCP and UDP (Consul gossips over both), and holds them for this process
+// until release is called: no other caller of AllocatePorts, in this process
+// or another, gets one of them meanwhile, whether or not the node given it
+// has bound it yet. A process that dies releases its ports with it.
 //
-// They are closed on return, and something else may take one before the
-// node binds it. To make that unlikely, ports are drawn at random from below
-// the kernel's ephemeral range (net.ipv4.ip_local_port_range): the kernel
-// never gives those out as the local port of a connect() or of a bind to
-// port 0, so only a program that asks for that exact port can race us. In
-// the ephemeral range, any outgoing connection could, the cluster's own
-// peers dialing each other while later nodes start included. When no such
-// range is left, it falls back to ports the kernel picks. A node that still
-// loses the race dies with an error that matches ErrAddrInUse; the caller
-// allocates again, calls SetSpec and restarts it.
+// Choosing by binding and closing is not enough on its own: two callers can
+// both find a port free that neither node has bound yet, and the node that
+// binds it second dies. A ZooKeeper node binds its election port seconds
+// after it starts, and died so (exit 14) while a Consul cluster started
+// beside it; make test runs the store drivers' tests and the command's two
+// packages at a time, each with its own clusters.
 //
-// It leaves out the ports a live Run of this process has handed out, but
-// does not hold the ports it returns: its callers (a store's tests) run one
-// cluster at a time.
-func AllocatePorts(n int) ([]int, error) {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	return allocatePorts(n, handedOut.ports)
+// Against other programs, ports are drawn at random from below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range): the kernel never gives
+// those out as the local port of a connect() or of a bind to port 0, so
+// only a program that asks for that exact port can take one before the node
+// binds it. In the ephemeral range, any outgoing connection could, the
+// cluster's own peers dialing each other while later nodes start included.
+// When no such range is left, it falls back to ports the kernel picks. A
+// node that still loses the race dies with an error that matches
+// ErrAddrInUse; the caller allocates again, calls SetSpec and restarts it.
+func AllocatePorts(n int) (ports []int, release func(), err error) {
+	held, err := allocatePorts(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	ports = make([]int, 0, n)
+	for p := range held {
+		ports = append(ports, p)
+	}
+	return ports, func() { closeAll(held) }, nil
 }
 
-// AllocatePorts is the package-level AllocatePorts, except that it never
-// returns a port it returned before in this run, nor one another live Run
-// of this process returned, whether or not the node given it has bound it
-// yet. Close gives them back.
+// AllocatePorts is the package-level AllocatePorts, with the ports held
+// until the run closes.
 func (r *Run) AllocatePorts(n int) ([]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	// The run's own ports are among the handed out until it closes.
-	ports, err := allocatePorts(n, handedOut.ports)
-	for _, p := range ports {
-		r.ports[p] = true
-		handedOut.ports[p] = true
+	held, err := allocatePorts(n)
+	if err != nil {
+		return nil, err
 	}
-	return ports, err
-}
-
-// releasePorts gives the run's ports back to the process, once its nodes
-// have ended (a node left running still holds its ports, which no bind can
-// then take).
-func (r *Run) releasePorts() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for p := range r.ports {
-		delete(handedOut.ports, p)
-	}
-}
-
-func allocatePorts(n int, exclude map[int]bool) ([]int, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("allocate %d ports: negative count", n)
-	}
-	var held []io.Closer
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
 	ports := make([]int, 0, n)
-	taken := func(p int) bool { return exclude[p] || slices.Contains(ports, p) }
-	grab := func(p int) bool {
-		cs, ok := bindBoth(p)
-		if ok {
-			held = append(held, cs...)
-			ports = append(ports, p)
-		}
-		return ok
-	}
-
-	lo := ephemeralLow()
-	if span := lo - portFloor; span >= 1000 {
-		for tries := 0; len(ports) < n && tries < 100*n; tries++ {
-			if p := portFloor + rand.IntN(span); !taken(p) {
-				grab(p)
-			}
-		}
-	}
-	for tries := 0; len(ports) < n && tries < 100*n; tries++ {
-		l, err := net.Listen("tcp4", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("allocate ports: %w", err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		held = append(held, l)
-		if !taken(p) {
-			// The TCP listener is held already; only UDP is left to check.
-			if u, err := net.ListenPacket("udp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
-				held = append(held, u)
-				ports = append(ports, p)
-			}
-		}
-	}
-	if len(ports) < n {
-		return nil, fmt.Errorf("allocate ports: found %d free loopback ports of %d", len(ports), n)
+	for p, c := range held {
+		r.ports[p] = c
+		ports = append(ports, p)
 	}
 	return ports, nil
 }
 
-// bindBoth binds TCP and UDP on 127.0.0.1:p and returns the sockets.
-func bindBoth(p int) ([]io.Closer, bool) {
+// releasePorts gives the run's ports back, once its nodes have ended (a
+// node left running still holds its ports, which no bind can then take).
+func (r *Run) releasePorts() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	closeAll(r.ports)
+	clear(r.ports)
+}
+
+func closeAll(held map[int]io.Closer) {
+	for _, c := range held {
+		c.Close()
+	}
+}
+
+// allocatePorts returns n ports, each with the reservation that holds it.
+func allocatePorts(n int) (map[int]io.Closer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("allocate %d ports: negative count", n)
+	}
+	// The sockets that show a port free stay open until every port is
+	// chosen, so that a port the kernel picks is not picked twice.
+	var probes []io.Closer
+	defer func() {
+		for _, c := range probes {
+			c.Close()
+		}
+	}()
+	held := make(map[int]io.Closer, n)
+	var lastErr error
+	take := func(p int, tcp net.Listener) {
+		if tcp != nil {
+			probes = append(probes, tcp)
+		}
+		if _, dup := held[p]; dup {
+			return
+		}
+		res, err := reservePort(p)
+		if err != nil {
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				lastErr = err
+			}
+			return
+		}
+		cs, free := bindFree(p, tcp != nil)
+		probes = append(probes, cs...)
+		if !free {
+			res.Close()
+			return
+		}
+		held[p] = res
+	}
+
+	lo := ephemeralLow()
+	if span := lo - portFloor; span >= 1000 {
+		for tries := 0; len(held) < n && tries < 100*n; tries++ {
+			take(portFloor+rand.IntN(span), nil)
+		}
+	}
+	for tries := 0; len(held) < n && tries < 100*n; tries++ {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			closeAll(held)
+			return nil, fmt.Errorf("allocate ports: %w", err)
+		}
+		take(l.Addr().(*net.TCPAddr).Port, l)
+	}
+	if len(held) < n {
+		closeAll(held)
+		err := fmt.Errorf("allocate ports: found %d free loopback ports of %d", len(held), n)
+		if lastErr != nil {
+			err = fmt.Errorf("%w (last reservation: %w)", err, lastErr)
+		}
+		return nil, err
+	}
+	return held, nil
+}
+
+// bindFree binds TCP (unless haveTCP: a listener on p is open already) and
+// UDP on 127.0.0.1:p, and reports whether both are free, with the sockets
+// to close.
+func bindFree(p int, haveTCP bool) ([]io.Closer, bool) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-	l, err := net.Listen("tcp4", addr)
-	if err != nil {
-		return nil, false
+	var cs []io.Closer
+	if !haveTCP {
+		l, err := net.Listen("tcp4", addr)
+		if err != nil {
+			return nil, false
+		}
+		cs = append(cs, l)
 	}
 	u, err := net.ListenPacket("udp4", addr)
 	if err != nil {
-		l.Close()
-		return nil, false
+		return cs, false
 	}
-	return []io.Closer{l, u}, true
+	return append(cs, u), true
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range; 32768, the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -90,7 +91,7 @@ type Run struct {
 	keep   bool
 	nodes  map[string]*Node
 	order  []*Node
-	ports  map[int]bool // handed out by AllocatePorts, never handed out twice
+	ports  map[int]io.Closer // handed out by AllocatePorts, held until Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -185,7 +186,7 @@ func NewRun(opts RunOptions) (*Run, error) {
 		spawnDone:   make(chan struct{}),
 		keep:        opts.Keep,
 		nodes:       make(map[string]*Node),
-		ports:       make(map[int]bool),
+		ports:       make(map[int]io.Closer),
 	}
 	go r.spawnLoop()
 	r.log.Debug("run created", "dir", dir)

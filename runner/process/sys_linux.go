@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -327,4 +329,13 @@ func checkPrivateDir(dir string) error {
 		return fmt.Errorf("state dir %s is writable by others (mode %v)", dir, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// reservePort holds port p for this process, machine-wide: a Unix socket
+// bound to a name in the abstract namespace that only one socket can hold.
+// The kernel frees it when the socket closes or the process dies, and
+// leaves no file behind, as a lock file would. The abstract namespace
+// belongs to the network namespace, as the port does.
+func reservePort(p int) (io.Closer, error) {
+	return net.ListenUnixgram("unixgram", &net.UnixAddr{Name: "@coordlab-scenario-port-" + strconv.Itoa(p), Net: "unixgram"})
 }

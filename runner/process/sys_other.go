@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"syscall"
@@ -54,3 +55,11 @@ func killVerified(context.Context, int, string) (killResult, error) {
 }
 
 func checkPrivateDir(string) error { return nil }
+
+// reservePort holds nothing on other systems: ports are then only checked
+// free, and two callers can still hand out the same one.
+func reservePort(int) (io.Closer, error) { return nopCloser{}, nil }
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }

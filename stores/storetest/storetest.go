@@ -16,18 +16,21 @@ import (
 )
 
 // FreeAddrs returns n distinct loopback addresses whose ports are free for
-// TCP and UDP, drawn from below the kernel's ephemeral range
-// (process.AllocatePorts). A port the kernel picked for a bind to port 0
-// could be taken by any outgoing connection before the store binds it, a
-// cluster's own peers dialing each other or another package's tests
-// running beside this one: make test runs the store drivers' packages two
-// at a time.
+// TCP and UDP, drawn from below the kernel's ephemeral range and held from
+// every other caller of process.AllocatePorts until the test ends. A port
+// the kernel picked for a bind to port 0 could be taken by any outgoing
+// connection before the store binds it, a cluster's own peers dialing each
+// other or another package's tests running beside this one: make test runs
+// the store drivers' packages two at a time.
 func FreeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	ports, err := process.AllocatePorts(n)
+	ports, release, err := process.AllocatePorts(n)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Held until the test ends: a store binds some of its ports seconds
+	// after it starts (ZooKeeper's election port).
+	t.Cleanup(release)
 	addrs := make([]string, n)
 	for i, p := range ports {
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
