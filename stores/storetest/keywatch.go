@@ -14,11 +14,12 @@ import (
 )
 
 // KeyWatcherContract checks a store's KeyWatcher on a running cluster:
-// two watchers list what is there, with values and revisions, then learn
-// of new values, of a key created and of a key deleted, and never of a key
-// outside their prefix; each ends with the store's own view of the keys
-// (Read). Under WatchEvents every value is told, once, in the order it was
-// written; under WatchSnapshots a key's revisions never go back.
+// two watchers list what is there (72 keys, more than a listing reads at
+// once), with values and revisions, then learn of new values, of a key
+// created and of a key deleted, and never of a key outside their prefix;
+// each ends with the store's own view of the keys (Read). Under
+// WatchEvents every value is told, once, in the order it was written;
+// under WatchSnapshots a key's revisions never go back.
 func KeyWatcherContract(t *testing.T, ctx context.Context, drv stores.Driver, eps []stores.Endpoint) {
 	t.Helper()
 	const prefix = "/kwc/cfg/"
@@ -38,6 +39,13 @@ func KeyWatcherContract(t *testing.T, ctx context.Context, drv stores.Driver, ep
 	put(prefix+"a", "a0")
 	put(prefix+"b", "b0")
 	put("/kwc/other", "x0")
+	// More keys than a ZooKeeper listing reads at once, so that the
+	// listing's pipelined reads and the watches they set are checked.
+	const many = 70
+	manyKey := func(i int) string { return fmt.Sprintf("%sm/%03d", prefix, i) }
+	for i := range many {
+		put(manyKey(i), fmt.Sprintf("m%d-0", i))
+	}
 
 	kw, err := drv.NewKeyWatcher(ctx, opts)
 	if err != nil {
@@ -67,6 +75,9 @@ func KeyWatcherContract(t *testing.T, ctx context.Context, drv stores.Driver, ep
 		}
 	}()
 	want := map[string]string{prefix + "a": "a0", prefix + "b": "b0"}
+	for i := range many {
+		want[manyKey(i)] = fmt.Sprintf("m%d-0", i)
+	}
 	converge := func(what string) {
 		t.Helper()
 		WaitFor(t, ctx, 30*time.Second, what, func() string {
@@ -104,8 +115,16 @@ func KeyWatcherContract(t *testing.T, ctx context.Context, drv stores.Driver, ep
 	if res := cl.Do(ctx, stores.Op{Kind: plan.OpDelete, Key: prefix + "b"}); res.Err != nil {
 		t.Fatalf("delete: %v", res.Err)
 	}
-	want = map[string]string{prefix + "a": "a10", prefix + "c": "c0"}
+	delete(want, prefix+"b")
+	want[prefix+"a"], want[prefix+"c"] = "a10", "c0"
 	converge("the new values, the created and the deleted key")
+	// With no key created or deleted after them, these are told only by
+	// the watches the first listing set.
+	for _, i := range []int{0, many / 2, many - 1} {
+		put(manyKey(i), fmt.Sprintf("m%d-1", i))
+		want[manyKey(i)] = fmt.Sprintf("m%d-1", i)
+	}
+	converge("new values of keys listed first")
 
 	read, err := kw.Read(ctx, prefix)
 	if err != nil {

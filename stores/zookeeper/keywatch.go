@@ -66,6 +66,10 @@ func NewKeyWatcher(ctx context.Context, opts stores.ClientOptions) (stores.KeyWa
 	return w, nil
 }
 
+// listDepth is how many reads of a listing a watcher has in flight at
+// once on its session.
+const listDepth = 32
+
 var errKeyWatcherClosed = errors.New("zookeeper key watcher: closed")
 
 // conn is watcher's session, on the servers rotated by watcher so that
@@ -159,29 +163,61 @@ func (w *keyWatcher) follow(ctx context.Context, conn *zk.Conn, prefix string, f
 	// went and came back since), and ignored.
 	gens := map[string]uint64{}
 	var gen uint64
-	// get reads key setting a data watch; found is false when it is gone.
-	get := func(key string) (value []byte, stat *zk.Stat, found bool, err error) {
+	// read reads key setting a data watch; found is false when it is
+	// gone. Reads run side by side; keep takes their results in order.
+	type got struct {
+		value []byte
+		stat  *zk.Stat
+		ch    <-chan zk.Event
+		found bool
+	}
+	read := func(key string) (got, error) {
 		path := kvRoot + "/" + znodeName(key)
-		type got struct {
-			value []byte
-			stat  *zk.Stat
-			ch    <-chan zk.Event
-		}
 		g, err := within(round, w.timeout, func() (got, error) {
 			v, s, ch, err := conn.GetW(path)
-			return got{v, s, ch}, err
+			return got{v, s, ch, true}, err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
-			delete(gens, key)
-			return nil, nil, false, nil
+			return got{}, nil
 		}
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("get %s: %w", path, err)
+			return got{}, fmt.Errorf("get %s: %w", path, err)
+		}
+		return g, nil
+	}
+	// keep follows key's data watch from g on, or forgets key if gone.
+	keep := func(key string, g got) {
+		if !g.found {
+			delete(gens, key)
+			return
 		}
 		gen++
 		gens[key] = gen
 		forward(firing{key: key, gen: gen}, g.ch)
-		return g.value, g.stat, true, nil
+	}
+	// get reads many keys as one session's calls pipelined, as Curator's
+	// caches read a listing's children, rather than one round trip after
+	// another: 200 keys took 8 s so on a loaded machine. The session's
+	// calls are answered in the order they were sent.
+	get := func(keys []string) ([]got, error) {
+		gots := make([]got, len(keys))
+		errs := make([]error, len(keys))
+		sem := make(chan struct{}, listDepth)
+		var wg sync.WaitGroup
+		for i, key := range keys {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				gots[i], errs[i] = read(key)
+			})
+		}
+		wg.Wait()
+		for i, key := range keys {
+			if errs[i] == nil {
+				keep(key, gots[i])
+			}
+		}
+		return gots, errors.Join(errs...)
 	}
 	// list lists the keys under prefix, sorted, setting the child watch.
 	list := func() ([]string, error) {
@@ -226,18 +262,18 @@ func (w *keyWatcher) follow(ctx context.Context, conn *zk.Conn, prefix string, f
 		return false, err
 	}
 	first := stores.WatchEvent{Kind: stores.WatchList, Keys: []string{}, Values: [][]byte{}, Revisions: []int64{}}
-	for _, key := range keys {
-		value, stat, found, err := get(key)
-		if err != nil {
-			return false, err
-		}
-		if !found {
+	gots, err := get(keys)
+	if err != nil {
+		return false, err
+	}
+	for i, g := range gots {
+		if !g.found {
 			continue // gone since listed: the child watch has fired
 		}
-		first.Keys = append(first.Keys, key)
-		first.Values = append(first.Values, value)
-		first.Revisions = append(first.Revisions, stat.Mzxid)
-		first.Revision = max(first.Revision, stat.Mzxid)
+		first.Keys = append(first.Keys, keys[i])
+		first.Values = append(first.Values, g.value)
+		first.Revisions = append(first.Revisions, g.stat.Mzxid)
+		first.Revision = max(first.Revision, g.stat.Mzxid)
 	}
 	fn(first)
 
@@ -266,16 +302,19 @@ func (w *keyWatcher) follow(ctx context.Context, conn *zk.Conn, prefix string, f
 					fn(stores.WatchEvent{Kind: stores.WatchDelete, Key: key})
 				}
 			}
+			var came []string
 			for _, key := range keys {
-				if _, known := gens[key]; known {
-					continue
+				if _, known := gens[key]; !known {
+					came = append(came, key)
 				}
-				value, stat, found, err := get(key)
-				if err != nil {
-					return true, err
-				}
-				if found {
-					fn(stores.WatchEvent{Kind: stores.WatchPut, Key: key, Value: value, Revision: stat.Mzxid})
+			}
+			gots, err := get(came)
+			if err != nil {
+				return true, err
+			}
+			for i, g := range gots {
+				if g.found {
+					fn(stores.WatchEvent{Kind: stores.WatchPut, Key: came[i], Value: g.value, Revision: g.stat.Mzxid})
 				}
 			}
 			continue
@@ -287,12 +326,12 @@ func (w *keyWatcher) follow(ctx context.Context, conn *zk.Conn, prefix string, f
 		// again in either case: a deleted key may be back already, its
 		// child event handled before this one (each watch is waited on
 		// by its own goroutine, so firings can come out of order).
-		value, stat, found, err := get(f.key)
+		gots, err := get([]string{f.key})
 		switch {
 		case err != nil:
 			return true, err
-		case found:
-			fn(stores.WatchEvent{Kind: stores.WatchPut, Key: f.key, Value: value, Revision: stat.Mzxid})
+		case gots[0].found:
+			fn(stores.WatchEvent{Kind: stores.WatchPut, Key: f.key, Value: gots[0].value, Revision: gots[0].stat.Mzxid})
 		default:
 			fn(stores.WatchEvent{Kind: stores.WatchDelete, Key: f.key})
 		}
