@@ -326,12 +326,15 @@ func (w *keyWatcher) follow(ctx context.Context, conn *zk.Conn, prefix string, f
 		// again in either case: a deleted key may be back already, its
 		// child event handled before this one (each watch is waited on
 		// by its own goroutine, so firings can come out of order).
-		gots, err := get([]string{f.key})
+		g, err := read(f.key)
+		if err == nil {
+			keep(f.key, g)
+		}
 		switch {
 		case err != nil:
 			return true, err
-		case gots[0].found:
-			fn(stores.WatchEvent{Kind: stores.WatchPut, Key: f.key, Value: gots[0].value, Revision: gots[0].stat.Mzxid})
+		case g.found:
+			fn(stores.WatchEvent{Kind: stores.WatchPut, Key: f.key, Value: g.value, Revision: g.stat.Mzxid})
 		default:
 			fn(stores.WatchEvent{Kind: stores.WatchDelete, Key: f.key})
 		}
