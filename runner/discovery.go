@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/coordlab/scenario/internal/results"
@@ -81,10 +82,41 @@ func (c *clusterRun) openKeyWatcher(ctx context.Context, w plan.WorkloadSpec, op
 	return nil
 }
 
-// newPush makes the engine of key-value workload w with watchers: its own
-// engine's writes go to the watchers' engine, which plays its loads.
+// listWatchers has the watchers of every key-value workload of the
+// cluster list its keys, before the timeline: a listing of hundreds of
+// keys beside a busy store takes seconds, which would otherwise come out
+// of the workload's first load.
+func (c *clusterRun) listWatchers(ctx context.Context) error {
+	for _, w := range c.plan.Workloads {
+		kw := c.keyWatchers[w.Name]
+		if kw == nil {
+			continue
+		}
+		push, err := discovery.NewPush(w, kw, c.log)
+		if err != nil {
+			return err
+		}
+		if c.pushes == nil {
+			c.pushes = map[string]*discovery.PushEngine{}
+		}
+		c.pushes[w.Name] = push
+		t0 := time.Now()
+		if err := push.List(ctx); err != nil {
+			return c.infra("", "startup", fmt.Errorf("workload %q: %w", w.Name, err))
+		}
+		fmt.Fprintf(c.x.opts.Progress, "workload %s: %d watchers listed its keys in %s\n", w.Name, w.Watchers, time.Since(t0).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// newPush makes the engine of key-value workload w with watchers, whose
+// watchers listed already: its own engine's writes go to the watchers'
+// engine, which plays its loads.
 func (c *clusterRun) newPush(w plan.WorkloadSpec) error {
-	var push *discovery.PushEngine
+	push := c.pushes[w.Name]
+	if push == nil {
+		return fmt.Errorf("workload %q: its watchers have not listed", w.Name)
+	}
 	record := c.historyFunc(w.Name, c.x.base)
 	eng, err := workload.New(w, c.clients[w.Name], c.coll.NewSink, c.x.base, workload.WithLogger(c.log),
 		workload.WithHistory(func(op workload.HistoryOp) {
@@ -94,24 +126,18 @@ func (c *clusterRun) newPush(w plan.WorkloadSpec) error {
 	if err != nil {
 		return err
 	}
-	push, err = discovery.NewPush(w, discovery.PushConfig{
-		Watcher: c.keyWatchers[w.Name], Load: eng, Sink: c.coll.NewSink(),
-		Base: c.x.base, End: c.workloadEnd(w.Name), Log: c.log,
-	})
-	if err != nil {
-		return err
-	}
 	// The preload's writes, moved from the epoch's clock to the base's.
 	shift := c.x.epoch.Sub(c.x.base)
-	for _, op := range c.preloaded[w.Name] {
-		op.Call += shift
-		op.Return += shift
-		push.Written(op)
+	preloaded := slices.Clone(c.preloaded[w.Name])
+	for i := range preloaded {
+		preloaded[i].Call += shift
+		preloaded[i].Return += shift
 	}
-	if c.pushes == nil {
-		c.pushes = map[string]*discovery.PushEngine{}
+	if err := push.Begin(discovery.PushConfig{Load: eng, Sink: c.coll.NewSink(), Base: c.x.base,
+		End: c.workloadEnd(w.Name), Preloaded: preloaded}); err != nil {
+		return err
 	}
-	c.pushes[w.Name], c.engines[w.Name] = push, push
+	c.engines[w.Name] = push
 	return nil
 }
 
@@ -127,6 +153,9 @@ func (c *clusterRun) workloadEnd(w string) time.Duration {
 }
 
 func (c *clusterRun) closeRegistries() {
+	for _, p := range c.pushes {
+		p.Close()
+	}
 	for name, kw := range c.keyWatchers {
 		if err := kw.Close(); err != nil {
 			c.log.Debug("close key watcher", "workload", name, "err", err)

@@ -19,6 +19,11 @@ import (
 // every cluster's leader polled throughout. It returns the results with
 // checks evaluated and written to OutDir.
 func (x *execution) play(ctx context.Context) (*results.Results, error) {
+	for _, c := range x.clusters {
+		if err := c.listWatchers(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// A short lead lets every goroutine be waiting before offset 0.
 	x.base = time.Now().Add(50 * time.Millisecond)
 	for _, c := range x.clusters {

@@ -28,9 +28,8 @@ type Loader interface {
 	Run(ctx context.Context, l plan.LoadSpec, start time.Duration) (workload.Stats, error)
 }
 
-// PushConfig is what a PushEngine needs besides its workload.
+// PushConfig is what a PushEngine measures the timeline with (Begin).
 type PushConfig struct {
-	Watcher stores.KeyWatcher
 	// Load is the workload's own engine, whose writes are watched; its
 	// history must reach Written.
 	Load Loader
@@ -39,27 +38,31 @@ type PushConfig struct {
 	// ends, both as for Config.
 	Base time.Time
 	End  time.Duration
-	Log  *slog.Logger
+	// Preloaded are the writes made before the timeline (a preload), on
+	// the base's clock: the watchers list their values.
+	Preloaded []workload.HistoryOp
 }
 
 // PushEngine is a key-value workload whose keys consumers watch, as
 // configuration pushed through the store is watched: its watchers list
-// the workload's keys before its first load and follow them through
-// every load; each write told to a watcher is timed (notify), and so is
+// the workload's keys before the timeline (List), as its clients connect
+// before it, and follow them through every load; each write told to a watcher is timed (notify), and so is
 // the time until every watcher was told it or a newer value of its key
 // (fanout). At the end of the workload's last load the watches are judged
 // against the writes (checker.CheckValueWatches).
 type PushEngine struct {
-	spec plan.WorkloadSpec
-	cfg  PushConfig
-	rec  *recorder
+	spec    plan.WorkloadSpec
+	watcher stores.KeyWatcher
+	log     *slog.Logger
+	cfg     PushConfig
+	rec     *recorder // nil until Begin
 
-	startOnce sync.Once
-	startErr  error
-	stopOnce  sync.Once
-	stopErr   error
-	bgCancel  context.CancelFunc
-	bg        sync.WaitGroup
+	listOnce sync.Once
+	listErr  error
+	stopOnce sync.Once
+	stopErr  error
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
 
 	mu       sync.Mutex
 	watchers []*pushWatcher
@@ -67,9 +70,18 @@ type PushEngine struct {
 	order    []*checker.Write
 	early    map[string][]earlyTell // value -> watchers told it before its write returned
 	fan      map[string]*keyFanout  // by key
-	listed   time.Duration          // when the last watcher first listed
+	listedAt time.Time              // when the last watcher first listed
 	ready    bool                   // every watcher has listed
-	report   PushReport
+	// held is what the watchers were told before Begin gave the clock.
+	held   []heldTell
+	report PushReport
+}
+
+// heldTell is a watch event that came before Begin.
+type heldTell struct {
+	w  *pushWatcher
+	ev stores.WatchEvent
+	at time.Time
 }
 
 // earlyTell is a watcher told a value before its write returned.
@@ -83,8 +95,9 @@ type pushWatcher struct {
 	idx    int
 	view   map[string]string // key -> value name
 	log    checker.WatchLog
-	listed chan struct{}
-	first  bool
+	listed chan struct{} // closed when the watcher first listed
+	told   bool          // listed is closed
+	first  bool          // its first listing is still to be judged
 	errs   int
 }
 
@@ -101,28 +114,50 @@ type PushReport struct {
 }
 
 // NewPush returns the push engine of key-value workload spec, which must
-// have watchers.
-func NewPush(spec plan.WorkloadSpec, cfg PushConfig) (*PushEngine, error) {
+// have watchers, watching through watcher. It measures nothing until
+// Begin.
+func NewPush(spec plan.WorkloadSpec, watcher stores.KeyWatcher, log *slog.Logger) (*PushEngine, error) {
 	switch {
 	case spec.Watchers <= 0:
 		return nil, fmt.Errorf("workload %q has no watchers", spec.Name)
-	case cfg.Watcher == nil || cfg.Load == nil || cfg.Sink == nil:
-		return nil, fmt.Errorf("workload %q: no key watcher, engine or sink", spec.Name)
+	case watcher == nil:
+		return nil, fmt.Errorf("workload %q: no key watcher", spec.Name)
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	e := &PushEngine{spec: spec, cfg: cfg, writes: map[string]*checker.Write{}, early: map[string][]earlyTell{}, fan: map[string]*keyFanout{},
-		rec: newRecorder(spec.Name, cfg.End, cfg.Sink, func(error) string { return plan.ErrOther })}
+	e := &PushEngine{spec: spec, watcher: watcher, log: log, writes: map[string]*checker.Write{}, early: map[string][]earlyTell{}, fan: map[string]*keyFanout{}}
 	for i := range spec.Watchers {
 		e.watchers = append(e.watchers, &pushWatcher{idx: i + 1, view: map[string]string{}, first: true,
 			log: checker.WatchLog{Watcher: i + 1, Seen: []checker.Seen{}}, listed: make(chan struct{})})
 	}
-	e.report.Watchers, e.report.Model = spec.Watchers, string(cfg.Watcher.Semantics())
+	e.report.Watchers, e.report.Model = spec.Watchers, string(watcher.Semantics())
 	return e, nil
 }
 
-func (e *PushEngine) now() time.Duration { return time.Since(e.cfg.Base) }
+// Begin gives the engine the timeline's clock, the workload's engine and
+// the sink its samples go to. What the watchers were told before it (the
+// listings of List) is judged from now on, on the base's clock.
+func (e *PushEngine) Begin(cfg PushConfig) error {
+	if cfg.Load == nil || cfg.Sink == nil {
+		return fmt.Errorf("workload %q: no engine or sink", e.spec.Name)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rec != nil {
+		return fmt.Errorf("workload %q: the push engine began already", e.spec.Name)
+	}
+	e.cfg = cfg
+	e.rec = newRecorder(e.spec.Name, cfg.End, cfg.Sink, func(error) string { return plan.ErrOther })
+	for _, op := range cfg.Preloaded {
+		e.written(op)
+	}
+	for _, h := range e.held {
+		e.tell(h.w, h.ev, h.at.Sub(cfg.Base))
+	}
+	e.held = nil
+	return nil
+}
 
 // ValueName names a written value by the writer and sequence number every
 // value a workload writes is tagged with; an untagged value is named by
@@ -141,6 +176,16 @@ func (e *PushEngine) Written(op workload.HistoryOp) {
 	if !strings.HasPrefix(op.Key, e.spec.KeyPrefix) {
 		return
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rec == nil {
+		return // before Begin: no write of the timeline yet
+	}
+	e.written(op)
+}
+
+// written is Written with e.mu held, after Begin.
+func (e *PushEngine) written(op workload.HistoryOp) {
 	w := checker.Write{Key: op.Key, Call: op.Call, Return: op.Return, Acked: op.Class == ""}
 	switch op.Op {
 	case plan.OpPut, plan.OpTxn:
@@ -149,8 +194,6 @@ func (e *PushEngine) Written(op workload.HistoryOp) {
 	default:
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.order = append(e.order, &w)
 	if w.Value == "" {
 		return
@@ -163,19 +206,24 @@ func (e *PushEngine) Written(op workload.HistoryOp) {
 		e.fanTold(told.watcher, w.Key, w.Call, told.at)
 	}
 	delete(e.early, w.Value)
-	if w.Acked && e.ready && w.Call >= e.listed {
+	if w.Acked && e.ready && w.Call >= e.listedAt.Sub(e.cfg.Base) {
 		e.fanWrite(&w)
 	}
 }
 
-// Run starts the watchers the first time (they list before the load
-// starts), plays the load with the workload's engine and, at the end of
-// the workload's last load, judges the watches.
+// Run plays the load with the workload's engine (listing first if List
+// was not called) and, at the end of the workload's last load, judges
+// the watches. Begin must come first.
 func (e *PushEngine) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) (workload.Stats, error) {
-	e.startOnce.Do(func() { e.startErr = e.start(ctx) })
-	if e.startErr != nil {
+	e.mu.Lock()
+	begun := e.rec != nil
+	e.mu.Unlock()
+	if !begun {
+		return workload.Stats{}, fmt.Errorf("workload %q: the push engine has not begun", e.spec.Name)
+	}
+	if err := e.List(ctx); err != nil {
 		e.abandon()
-		return workload.Stats{}, fmt.Errorf("watchers of %q: %w", e.spec.Name, e.startErr)
+		return workload.Stats{}, err
 	}
 	st, err := e.cfg.Load.Run(ctx, l, start)
 	if ctx.Err() != nil {
@@ -191,8 +239,26 @@ func (e *PushEngine) Run(ctx context.Context, l plan.LoadSpec, start time.Durati
 	return st, err
 }
 
-// start runs every watcher and waits for each one's first listing.
-func (e *PushEngine) start(ctx context.Context) error {
+// List starts every watcher and waits for each one's first listing of
+// the workload's keys; only the first call does. The runner calls it
+// before the timeline, so that a listing's time (seconds for hundreds of
+// keys on a busy store) is not taken from the workload's first load.
+// The watchers run until the workload's last load ends, or Close.
+func (e *PushEngine) List(ctx context.Context) error {
+	e.listOnce.Do(func() {
+		if err := e.list(ctx); err != nil {
+			e.listErr = fmt.Errorf("watchers of %q: %w", e.spec.Name, err)
+		}
+	})
+	return e.listErr
+}
+
+// Close stops the watchers if the workload's last load has not: the run
+// ended before it.
+func (e *PushEngine) Close() { e.abandon() }
+
+func (e *PushEngine) list(ctx context.Context) error {
+	t0 := time.Now()
 	bgCtx, cancel := context.WithCancel(ctx)
 	e.mu.Lock()
 	e.bgCancel = cancel
@@ -206,25 +272,40 @@ func (e *PushEngine) start(ctx context.Context) error {
 		return err
 	}
 	e.mu.Lock()
-	e.listed, e.ready = e.now(), true
+	e.listedAt, e.ready = time.Now(), true
 	e.mu.Unlock()
-	e.cfg.Log.Info("watchers listed", "workload", e.spec.Name, "watchers", len(e.watchers))
+	e.log.Info("watchers listed", "workload", e.spec.Name, "watchers", len(e.watchers), "took", time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
 // watch runs one consumer until ctx ends.
 func (e *PushEngine) watch(ctx context.Context, w *pushWatcher) {
-	keepWatching(ctx, e.cfg.Log, e.cfg.Watcher.Watch, w.idx, e.spec.KeyPrefix, func(ev stores.WatchEvent) { e.told(w, ev, e.now()) }, func() {
+	keepWatching(ctx, e.log, e.watcher.Watch, w.idx, e.spec.KeyPrefix, func(ev stores.WatchEvent) { e.told(w, ev, time.Now()) }, func() {
 		e.mu.Lock()
 		w.errs++
 		e.mu.Unlock()
 	})
 }
 
-// told takes what watcher w learned at at.
-func (e *PushEngine) told(w *pushWatcher, ev stores.WatchEvent, at time.Duration) {
+// told takes what watcher w learned at at: held until Begin gives the
+// clock, judged from then on.
+func (e *PushEngine) told(w *pushWatcher, ev stores.WatchEvent, at time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.rec == nil {
+		e.held = append(e.held, heldTell{w, ev, at})
+	} else {
+		e.tell(w, ev, at.Sub(e.cfg.Base))
+	}
+	if !w.told && ev.Err == nil && ev.Kind == stores.WatchList {
+		w.told = true
+		close(w.listed)
+	}
+}
+
+// tell takes what watcher w learned at at, on the base's clock. e.mu
+// must be held.
+func (e *PushEngine) tell(w *pushWatcher, ev stores.WatchEvent, at time.Duration) {
 	if ev.Err != nil {
 		w.errs++
 		return
@@ -254,9 +335,8 @@ func (e *PushEngine) told(w *pushWatcher, ev stores.WatchEvent, at time.Duration
 		delete(w.view, ev.Key)
 	}
 	w.log.Seen = append(w.log.Seen, seen)
-	if w.first && ev.Kind == stores.WatchList {
+	if ev.Kind == stores.WatchList {
 		w.first = false
-		close(w.listed)
 	}
 }
 
@@ -310,7 +390,7 @@ func (e *PushEngine) settle(ctx context.Context) (map[string]string, error) {
 	deadline := time.Now().Add(pushSettle)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, e.timeout())
-		vals, err := e.cfg.Watcher.Read(rctx, e.spec.KeyPrefix)
+		vals, err := e.watcher.Read(rctx, e.spec.KeyPrefix)
 		cancel()
 		final := make(map[string]string, len(vals))
 		for k, v := range vals {
@@ -356,7 +436,7 @@ func (e *PushEngine) judge(final map[string]string) {
 		e.report.WatchErrors += w.errs
 	}
 	model := checker.WatchSnapshots
-	if e.cfg.Watcher.Semantics() == stores.WatchEvents {
+	if e.watcher.Semantics() == stores.WatchEvents {
 		model = checker.WatchEvents
 	}
 	e.report.Watch = checker.CheckValueWatches(model, writes, logs, final)

@@ -15,10 +15,12 @@ import (
 
 // fakeKV is an in-memory key-value store with etcd's watch model: every
 // change, in revision order, once. dropNth, when set, loses the nth event
-// sent to watcher 1; slow delays each watcher's events, as a network would.
+// sent to watcher 1; slow delays each watcher's events, as a network would,
+// and slowList each listing.
 type fakeKV struct {
-	dropNth int
-	slow    time.Duration
+	dropNth  int
+	slow     time.Duration
+	slowList time.Duration
 
 	mu   sync.Mutex
 	rev  int64
@@ -55,6 +57,9 @@ func (f *fakeKV) Watch(ctx context.Context, watcher int, _ string, fn func(store
 	}
 	f.subs[watcher] = ch
 	f.mu.Unlock()
+	if err := sleepUntil(ctx, time.Now().Add(f.slowList)); err != nil {
+		return nil
+	}
 	fn(ls)
 	for {
 		select {
@@ -110,31 +115,40 @@ func (w *fakeWriter) Run(ctx context.Context, l plan.LoadSpec, start time.Durati
 // after it fall outside the phases and are not recorded.
 const pushEnd = 300 * time.Millisecond
 
-// playPush plays two loads of writes with 3 watchers, and returns the
-// report, the samples and how many writes were sent before pushEnd.
-func playPush(t *testing.T, kv *fakeKV) (PushReport, *samples, int) {
+// playPush lists with 3 watchers before the timeline, as the runner does,
+// plays two loads of writes, and returns the report, the samples and the
+// writes sent before pushEnd, in order.
+func playPush(t *testing.T, kv *fakeKV) (PushReport, *samples, []workload.HistoryOp) {
 	t.Helper()
 	spec := plan.WorkloadSpec{Name: "cfg", KeyPrefix: "/cfg/", Watchers: 3, Mix: []plan.OpWeight{{Op: plan.OpPut, Weight: 1}}}
 	sink := &samples{}
-	base := time.Now().Add(20 * time.Millisecond) // as the runner's: the watchers list before it
-	var e *PushEngine
-	inTime := 0
-	writer := &fakeWriter{kv: kv, base: base, written: func(op workload.HistoryOp) {
-		if op.Call < pushEnd {
-			inTime++
-		}
-		e.Written(op)
-	}}
 	// A value written before the watchers list, as a preload would.
 	pre := workload.AppendValue(nil, 16, workload.PreloadWriter, 0)
 	kv.put("/cfg/k0", pre)
-	e, err := NewPush(spec, PushConfig{Watcher: kv, Load: writer, Sink: sink, Base: base, End: pushEnd})
+	preAt := time.Now()
+	e, err := NewPush(spec, kv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Written(workload.HistoryOp{ClientID: workload.PreloadWriter, Op: plan.OpPut, Key: "/cfg/k0", Value: pre, Call: -time.Millisecond, Return: -time.Millisecond / 2})
-	load := plan.LoadSpec{Workload: "cfg", Mode: plan.LoadClosed, Duration: plan.Duration(150 * time.Millisecond)}
 	ctx := context.Background()
+	if err := e.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(20 * time.Millisecond)
+	var inTime []workload.HistoryOp
+	writer := &fakeWriter{kv: kv, base: base, written: func(op workload.HistoryOp) {
+		if op.Call < pushEnd {
+			inTime = append(inTime, op)
+		}
+		e.Written(op)
+	}}
+	err = e.Begin(PushConfig{Load: writer, Sink: sink, Base: base, End: pushEnd, Preloaded: []workload.HistoryOp{
+		{ClientID: workload.PreloadWriter, Op: plan.OpPut, Key: "/cfg/k0", Value: pre, Call: preAt.Sub(base), Return: preAt.Sub(base)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := plan.LoadSpec{Workload: "cfg", Mode: plan.LoadClosed, Duration: plan.Duration(150 * time.Millisecond)}
 	if _, err := e.Run(ctx, load, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +161,8 @@ func playPush(t *testing.T, kv *fakeKV) (PushReport, *samples, int) {
 func TestPushEngine(t *testing.T) {
 	kv := newFakeKV()
 	kv.slow = 100 * time.Microsecond
-	rep, s, inTime := playPush(t, kv)
+	rep, s, sent := playPush(t, kv)
+	inTime := len(sent)
 	if !rep.Watch.OK() || rep.Watch.Watchers != 3 {
 		t.Fatalf("watch verdict %+v; want kept promises of 3 watchers", rep.Watch)
 	}
@@ -171,6 +186,30 @@ func TestPushEngine(t *testing.T) {
 		if x.End < x.Intended || x.Start < x.Intended || x.Start > x.End {
 			t.Errorf("%s sample sent %v, acknowledged %v, told %v: out of order", x.Op, x.Intended, x.Start, x.End)
 		}
+	}
+}
+
+// TestPushEngineListsBeforeTheTimeline: a slow listing, made before the
+// timeline, is not taken from the first load, and what the watchers were
+// told before the base was known is judged on its clock.
+func TestPushEngineListsBeforeTheTimeline(t *testing.T) {
+	kv := newFakeKV()
+	kv.slowList = 400 * time.Millisecond
+	rep, _, sent := playPush(t, kv)
+	if len(sent) == 0 {
+		t.Fatal("no write was sent before the workload's end")
+	}
+	// The first load starts 50 ms after the base; listing inside it would
+	// hold its first write back by the listing's 400 ms.
+	if first := sent[0].Call; first >= kv.slowList {
+		t.Errorf("first write sent %v after the base: the listing (%v) delayed the first load", first, kv.slowList)
+	}
+	if !rep.Watch.OK() {
+		t.Fatalf("watch verdict %+v; want kept promises", rep.Watch)
+	}
+	// Each watcher's listing, told before Begin, and every write's event.
+	if want := 3 * (1 + rep.Writes); rep.Watch.Events != want {
+		t.Errorf("the watchers' logs hold %d events, want %d (3 listings and 3 per write)", rep.Watch.Events, want)
 	}
 }
 
