@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/internal/rtprio"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/servermetrics"
@@ -23,6 +24,13 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		if err := c.listWatchers(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if x.opts.Realtime {
+		restore, err := rtprio.Raise(rtprio.Priority)
+		if err != nil {
+			return nil, x.infra("", "startup", fmt.Errorf("--realtime: %w", err))
+		}
+		defer restore()
 	}
 	// A short lead lets every goroutine be waiting before offset 0.
 	x.base = time.Now().Add(50 * time.Millisecond)
@@ -146,6 +154,12 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	res := results.Combine(names, per)
 	if x.traffic != nil {
 		x.traffic.fill(res)
+	}
+	if x.opts.Realtime {
+		if res.Notes == nil {
+			res.Notes = map[string]string{}
+		}
+		res.Notes["realtime"] = fmt.Sprintf("the runner's threads (shaper, load generator, collector) ran at real-time priority (SCHED_FIFO %d) during the timeline, the stores at the normal policy", rtprio.Priority)
 	}
 	x.mu.Lock()
 	if x.abort != "" {

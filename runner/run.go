@@ -44,6 +44,11 @@ type Options struct {
 	// AbortOnFail stops the run at the end of the first phase after which a
 	// check marked abort_on_fail fails.
 	AbortOnFail bool
+	// Realtime runs the runner's threads (the shaper, the load generator,
+	// the collector) at real-time priority during the timeline, so that
+	// other work on the machine delays neither packets nor sends; the
+	// stores and every process the run starts keep the normal policy.
+	Realtime bool
 	// ScenarioFile is recorded in results.json.
 	ScenarioFile string
 	// Logger receives diagnostics; nil discards them.

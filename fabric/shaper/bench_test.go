@@ -2,12 +2,21 @@ package shaper
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coordlab/scenario/internal/cpuhog"
+	"github.com/coordlab/scenario/internal/rtprio"
+)
+
+var (
+	latenessHog      = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkLateness, as a busy CI runner would")
+	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkLateness at real-time priority, as scenario run --realtime does (needs CAP_SYS_NICE)")
 )
 
 // benchDev is a device with no channel per packet: as a source it returns
@@ -128,8 +137,17 @@ func (d *pacedDev) Write(b []byte) (int, error) {
 // time to Write), e2e-* as the devices see it (Read to Write, minus the
 // delay). cpu-ns/pkt is the process's CPU time per packet, the paced
 // source's included. timer=go sleeps on runtime timers instead of
-// timerfds, for comparison.
+// timerfds, for comparison. -lateness.hog N adds N busy processes beside
+// it, -lateness.realtime runs it at real-time priority.
 func BenchmarkLateness(b *testing.B) {
+	cpuhog.Start(b, *latenessHog)
+	if *latenessRealtime {
+		restore, err := rtprio.Raise(rtprio.Priority)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer restore()
+	}
 	for _, rate := range []int{1000, 50000} {
 		for _, coarse := range []bool{false, true} {
 			name := fmt.Sprintf("pps=%d/timer=%s", rate, map[bool]string{false: "timerfd", true: "go"}[coarse])

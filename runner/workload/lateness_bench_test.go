@@ -4,14 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coordlab/scenario/internal/cpuhog"
+	"github.com/coordlab/scenario/internal/rtprio"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/stores"
 )
@@ -19,6 +19,8 @@ import (
 var (
 	latenessFor = flag.Duration("lateness.for", 5*time.Second, "how long BenchmarkOpenLoopLateness runs each rate, and BenchmarkMachineStalls spins")
 	latenessHog = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkOpenLoopLateness, as a busy CI runner would")
+	// As scenario run --realtime.
+	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkOpenLoopLateness at real-time priority (needs CAP_SYS_NICE)")
 )
 
 // sleepyStore answers after d, as a store on loopback does in about a
@@ -53,17 +55,18 @@ func (s *startLag) Record(x metrics.Sample) {
 // reports how late requests were sent: the share later than the late-start
 // threshold (1 ms) and the lag's p50, p99 and max. No store shares the
 // cores here, so this is the engine's own lateness; -lateness.hog N adds
-// N busy processes beside it.
+// N busy processes beside it, and -lateness.realtime runs the engine at
+// real-time priority, as scenario run --realtime does.
 //
 //	go test ./runner/workload -run '^$' -bench OpenLoopLateness -benchtime 1x
 func BenchmarkOpenLoopLateness(b *testing.B) {
-	for range *latenessHog {
-		hog := exec.CommandContext(b.Context(), os.Args[0], "-test.run=^TestHog$", "-test.bench=^$")
-		hog.Env = append(os.Environ(), "SCENARIO_HOG=1")
-		if err := hog.Start(); err != nil {
+	cpuhog.Start(b, *latenessHog)
+	if *latenessRealtime {
+		restore, err := rtprio.Raise(rtprio.Priority)
+		if err != nil {
 			b.Fatal(err)
 		}
-		defer func() { hog.Process.Kill(); hog.Wait() }()
+		defer restore()
 	}
 	for _, rate := range []float64{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("rate=%.0f", rate), func(b *testing.B) {
@@ -87,16 +90,6 @@ func BenchmarkOpenLoopLateness(b *testing.B) {
 				b.ReportMetric(float64(lag.lag[n-1])/1e3, "lag-max-µs")
 			}
 		})
-	}
-}
-
-// TestHog is BenchmarkOpenLoopLateness's CPU hog: it spins until killed
-// when started as one, and is skipped otherwise.
-func TestHog(t *testing.T) {
-	if os.Getenv("SCENARIO_HOG") != "1" {
-		t.Skip("only a CPU hog for BenchmarkOpenLoopLateness (SCENARIO_HOG=1)")
-	}
-	for {
 	}
 }
 

@@ -1,0 +1,20 @@
+// Package rtprio runs this process's threads at real-time priority
+// (SCHED_FIFO), so that a busy machine delays neither the shaper's
+// departures nor the open loop's sends: with two CPU hogs beside it on
+// two cores, the shaper's p99 lateness went from 1.6-3.6 ms to 60-80 µs.
+// Processes the runner starts (the stores, ip, iptables) keep the normal
+// policy: every raised thread carries SCHED_RESET_ON_FORK, which the
+// kernel applies to every task cloned from it.
+package rtprio
+
+import "time"
+
+// Priority is the SCHED_FIFO priority the runner's threads get: the
+// lowest real-time one, above every normal task and below the kernel's
+// own real-time threads.
+const Priority = 1
+
+// scanEvery is how often threads the Go runtime started since (each
+// begins at the normal policy, SCHED_RESET_ON_FORK) are raised too. A
+// runtime starts most of its threads in the first second and few after.
+const scanEvery = 100 * time.Millisecond

@@ -1,0 +1,79 @@
+package rtprio
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Raise puts every thread of the process at SCHED_FIFO priority prio, and
+// within scanEvery each thread started after, until the returned stop,
+// which puts them all back to the normal policy.
+func Raise(prio int) (stop func(), err error) {
+	fifo := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(prio), Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+	// The caller's own thread first: where the process may not raise
+	// itself, nothing has changed when this fails.
+	if err := unix.SchedSetAttr(0, &fifo, 0); err != nil {
+		return nil, fmt.Errorf("SCHED_FIFO %d: %w (it needs CAP_SYS_NICE, and in a container a real-time budget: docker run --cap-add SYS_NICE, and with cgroup v1 --cpu-rt-runtime)", prio, err)
+	}
+	if err := eachThread(fifo); err != nil {
+		restore()
+		return nil, err
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(scanEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = eachThread(fifo)
+			}
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+			restore()
+		})
+	}, nil
+}
+
+// restore puts every thread back to the normal policy.
+func restore() {
+	_ = eachThread(unix.SchedAttr{Policy: unix.SCHED_NORMAL})
+}
+
+// eachThread gives every thread of the process whose policy differs the
+// policy of attr. A thread that ended meanwhile is skipped.
+func eachThread(attr unix.SchedAttr) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("list the threads: %w", err)
+	}
+	var errs []error
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if cur, err := unix.SchedGetAttr(tid, 0); err == nil && cur.Policy == attr.Policy {
+			continue
+		}
+		a := attr
+		if err := unix.SchedSetAttr(tid, &a, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("thread %d: %w", tid, err))
+		}
+	}
+	return errors.Join(errs...)
+}
