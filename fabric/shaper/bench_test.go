@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/internal/cpuhog"
-	"github.com/coordlab/scenario/internal/rtprio"
 )
 
 var (
@@ -140,14 +139,7 @@ func (d *pacedDev) Write(b []byte) (int, error) {
 // timerfds, for comparison. -lateness.hog N adds N busy processes beside
 // it, -lateness.realtime runs it at real-time priority.
 func BenchmarkLateness(b *testing.B) {
-	cpuhog.Start(b, *latenessHog)
-	if *latenessRealtime {
-		restore, err := rtprio.Raise(rtprio.Priority)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer restore()
-	}
+	cpuhog.Start(b, *latenessHog, *latenessRealtime)
 	for _, rate := range []int{1000, 50000} {
 		for _, coarse := range []bool{false, true} {
 			name := fmt.Sprintf("pps=%d/timer=%s", rate, map[bool]string{false: "timerfd", true: "go"}[coarse])

@@ -6,11 +6,15 @@ package cpuhog
 import (
 	"os/exec"
 	"testing"
+
+	"github.com/coordlab/scenario/internal/rtprio"
 )
 
-// Start starts n hogs, stopped when tb ends. A hog is yes(1) writing to
-// /dev/null: it never sleeps, and its writes cost next to nothing.
-func Start(tb testing.TB, n int) {
+// Start starts n hogs, stopped when tb ends, and with realtime puts tb's
+// process at real-time priority until then, as scenario run --realtime
+// does. A hog is yes(1) writing to /dev/null: it never sleeps, and its
+// writes cost next to nothing.
+func Start(tb testing.TB, n int, realtime bool) {
 	tb.Helper()
 	for range n {
 		hog := exec.Command("yes")
@@ -21,5 +25,12 @@ func Start(tb testing.TB, n int) {
 			hog.Process.Kill()
 			hog.Wait()
 		})
+	}
+	if realtime {
+		restore, err := rtprio.Raise(rtprio.Priority)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(restore)
 	}
 }

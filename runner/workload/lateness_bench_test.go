@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/internal/cpuhog"
-	"github.com/coordlab/scenario/internal/rtprio"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/stores"
 )
@@ -60,14 +59,7 @@ func (s *startLag) Record(x metrics.Sample) {
 //
 //	go test ./runner/workload -run '^$' -bench OpenLoopLateness -benchtime 1x
 func BenchmarkOpenLoopLateness(b *testing.B) {
-	cpuhog.Start(b, *latenessHog)
-	if *latenessRealtime {
-		restore, err := rtprio.Raise(rtprio.Priority)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer restore()
-	}
+	cpuhog.Start(b, *latenessHog, *latenessRealtime)
 	for _, rate := range []float64{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("rate=%.0f", rate), func(b *testing.B) {
 			spec := testSpec()
