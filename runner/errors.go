@@ -6,13 +6,15 @@ import (
 )
 
 // UnsupportedError says that a valid scenario uses features this build of
-// the runner cannot run yet. Nothing has been started when it is returned.
+// the runner cannot run yet, or that this machine or process cannot give
+// (root for the network, blkio for a disk throttle, CAP_SYS_NICE for
+// --realtime). Nothing has been started when it is returned.
 type UnsupportedError struct {
 	Features []string // one line each: what, and where it is used
 }
 
 func (e *UnsupportedError) Error() string {
-	return "this scenario uses features the runner does not implement yet:\n  - " +
+	return "this scenario uses features the runner does not implement yet, or that this machine cannot give it:\n  - " +
 		strings.Join(e.Features, "\n  - ")
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/internal/rtprio"
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/runner/checker"
 	"github.com/coordlab/scenario/runner/discovery"
@@ -136,6 +137,15 @@ func Run(ctx context.Context, pl *plan.Plan, opts Options) (*results.Results, er
 	}
 	if opts.Network == NetworkKernel && pl.Network.Shaped() {
 		return nil, &UnsupportedError{Features: []string{"link shaping on the kernel reference network (it only cuts links: this kernel has no netem)"}}
+	}
+	if opts.Realtime {
+		// Refused before anything starts where the process may not
+		// raise itself; the timeline raises it again (play).
+		restore, err := rtprio.Raise(rtprio.Priority)
+		if err != nil {
+			return nil, &UnsupportedError{Features: []string{"--realtime: " + err.Error()}}
+		}
+		restore()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
