@@ -1,7 +1,7 @@
 // Package rtprio runs this process's threads at real-time priority
 // (SCHED_FIFO), so that a busy machine delays neither the shaper's
 // departures nor the open loop's sends: with two CPU hogs beside it on
-// two cores, the shaper's p99 lateness went from 1.6-3.6 ms to 60-80 µs.
+// two cores, the shaper's p99 lateness went from 1.5-4.4 ms to 62-87 µs.
 // Processes the runner starts (the stores, ip, iptables) keep the normal
 // policy: every raised thread carries SCHED_RESET_ON_FORK, which the
 // kernel applies to every task cloned from it.

@@ -13,8 +13,15 @@ import (
 
 // Raise puts every thread of the process at SCHED_FIFO priority prio, and
 // within scanEvery each thread started after, until the returned stop,
-// which puts them all back to the normal policy.
+// which puts them all back to the calling thread's policy and nice value
+// before the call (a run started under nice keeps its nice).
 func Raise(prio int) (stop func(), err error) {
+	was, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the scheduling policy: %w", err)
+	}
+	back := unix.SchedAttr{Policy: was.Policy, Priority: was.Priority, Nice: was.Nice}
+	restore := func() { _ = eachThread(back) }
 	fifo := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(prio), Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 	// The caller's own thread first: where the process may not raise
 	// itself, nothing has changed when this fails.
@@ -49,13 +56,18 @@ func Raise(prio int) (stop func(), err error) {
 	}, nil
 }
 
-// restore puts every thread back to the normal policy.
-func restore() {
-	_ = eachThread(unix.SchedAttr{Policy: unix.SCHED_NORMAL})
+// same reports whether a thread at cur already has attr. A real-time
+// policy leaves a thread's nice value as it was, so only the normal one
+// compares it.
+func same(cur, attr unix.SchedAttr) bool {
+	if cur.Policy != attr.Policy || cur.Priority != attr.Priority {
+		return false
+	}
+	return attr.Policy == unix.SCHED_FIFO || cur.Nice == attr.Nice
 }
 
-// eachThread gives every thread of the process whose policy differs the
-// policy of attr. A thread that ended meanwhile is skipped.
+// eachThread gives every thread of the process whose policy or nice value
+// differs the policy of attr. A thread that ended meanwhile is skipped.
 func eachThread(attr unix.SchedAttr) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -67,7 +79,7 @@ func eachThread(attr unix.SchedAttr) error {
 		if err != nil {
 			continue
 		}
-		if cur, err := unix.SchedGetAttr(tid, 0); err == nil && cur.Policy == attr.Policy {
+		if cur, err := unix.SchedGetAttr(tid, 0); err == nil && same(*cur, attr) {
 			continue
 		}
 		a := attr

@@ -31,6 +31,13 @@ func policies(t *testing.T) map[int]uint32 {
 }
 
 func TestRaise(t *testing.T) {
+	// Started under nice 5, as a user may start a run: stop puts that back.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: 5}, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer eachThread(unix.SchedAttr{Policy: unix.SCHED_NORMAL})
 	stop, err := Raise(Priority)
 	if errors.Is(err, unix.EPERM) {
 		t.Skipf("this process may not take real-time priority (needs CAP_SYS_NICE): %v", err)
@@ -113,6 +120,9 @@ func TestRaise(t *testing.T) {
 	for tid, p := range policies(t) {
 		if p != unix.SCHED_NORMAL {
 			t.Errorf("thread %d: policy %d after stop, want SCHED_NORMAL", tid, p)
+		}
+		if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Nice != 5 {
+			t.Errorf("thread %d: nice %d after stop, want the 5 it had before Raise", tid, a.Nice)
 		}
 	}
 }
