@@ -100,7 +100,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.out, "out", "", "directory for results (default results/<scenario>-<time>)")
 	fl.BoolVar(&f.keep, "keep", false, "keep node data directories and logs in the state directory after the run")
 	fl.BoolVar(&f.abortOnFail, "abort-on-fail", false, "stop at the end of the first phase after which a check marked abort_on_fail fails")
-	fl.BoolVar(&f.realtime, "realtime", false, "run the runner's own threads (the shaper, the load generator) at real-time priority during the timeline, so that other work on a busy machine delays neither packets nor sends; the stores keep normal priority (Linux, needs CAP_SYS_NICE)")
+	fl.BoolVar(&f.realtime, "realtime", false, "run the runner's own threads (the shaper, the load generator) at real-time priority during the timeline, so that other work on a busy machine delays neither packets nor sends; the stores keep normal priority (Linux, needs CAP_SYS_NICE). For light loads: under a heavy one (a thousand closed-loop clients) it takes the cores from the stores")
 	fl.StringVar(&f.stateDir, "state-dir", "", "where run workspaces live (default $XDG_RUNTIME_DIR/scenario or /tmp/scenario-<uid>)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where store binaries are kept (default $XDG_CACHE_HOME/scenario/stores)")
 	fl.StringVar(&f.provider, "provider", "", "run every cluster as \"process\", \"docker\" or \"kubernetes\" whatever the file says (docker needs 'scenario images build' first where no registry is reachable; kubernetes needs KUBECONFIG and the agent image, see 'scenario images agent')")
