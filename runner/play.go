@@ -159,7 +159,11 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		if res.Notes == nil {
 			res.Notes = map[string]string{}
 		}
-		res.Notes["realtime"] = fmt.Sprintf("the runner's threads (shaper, load generator, collector) ran at real-time priority (SCHED_FIFO %d) during the timeline, the stores at the normal policy", rtprio.Priority)
+		note, heavy := realtimeNote(res)
+		res.Notes["realtime"] = note
+		if len(heavy) > 0 {
+			x.log.Warn("--realtime under a heavy load: the runner took the cores from the stores", "phases", heavy)
+		}
 	}
 	x.mu.Lock()
 	if x.abort != "" {

@@ -1,0 +1,45 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/coordlab/scenario/internal/results"
+)
+
+func TestRealtimeNote(t *testing.T) {
+	phase := func(name string, runnerCPU float64) results.Phase {
+		return results.Phase{Name: name, Resources: map[string]results.ResourceSummary{
+			results.RunnerNode: {Samples: 5, CPUMeanPercent: runnerCPU},
+			"n1":               {Samples: 5, CPUMeanPercent: 90},
+		}}
+	}
+	for _, tc := range []struct {
+		name   string
+		phases []results.Phase
+		heavy  []string
+	}{
+		{"light loads", []results.Phase{phase("warmup", 12), phase("steady", 37)}, nil},
+		{"no runner samples", []results.Phase{{Name: "steady"}}, nil},
+		{"one heavy phase", []results.Phase{phase("warmup", 20), phase("load", 101.4)}, []string{"load (101% of a core)"}},
+		{"at the bound", []results.Phase{phase("a", 50), phase("b", 49.9)}, []string{"a (50% of a core)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			note, heavy := realtimeNote(&results.Results{Phases: tc.phases})
+			if strings.Join(heavy, "|") != strings.Join(tc.heavy, "|") {
+				t.Errorf("heavy = %q, want %q", heavy, tc.heavy)
+			}
+			if !strings.Contains(note, "SCHED_FIFO 1") {
+				t.Errorf("note does not say the priority: %s", note)
+			}
+			if warned := strings.Contains(note, "for light loads"); warned != (len(tc.heavy) > 0) {
+				t.Errorf("note warns = %v, want %v: %s", warned, len(tc.heavy) > 0, note)
+			}
+			for _, h := range tc.heavy {
+				if !strings.Contains(note, h) {
+					t.Errorf("note does not name %s: %s", h, note)
+				}
+			}
+		})
+	}
+}
