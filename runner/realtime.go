@@ -28,7 +28,7 @@ func realtimeNote(res *results.Results) (note string, heavy []string) {
 		}
 	}
 	if len(heavy) > 0 {
-		note += fmt.Sprintf("; in %s the runner took more than half a core at that priority, which the stores then waited for: their throughput and latency there are likely worse than without --realtime (it halved etcd's throughput under 1,000 closed-loop clients), which is for light loads", strings.Join(heavy, ", "))
+		note += fmt.Sprintf("; in %s the runner took half a core or more at that priority, which the stores then waited for: their throughput and latency there are likely worse than without --realtime (it halved etcd's throughput under 1,000 closed-loop clients), which is for light loads", strings.Join(heavy, ", "))
 	}
 	return note, heavy
 }
