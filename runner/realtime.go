@@ -2,19 +2,22 @@ package runner
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/internal/rtprio"
 )
 
-// realtimeHeavyPercent is the runner's mean CPU in a phase, in percent of
-// one core, from which --realtime is taking the cores from the stores
-// rather than keeping other work off the runner: on two cores, light
-// loads (an open loop of 100/s, a geo cluster's shaped links) took 19-37%
-// at real-time priority, while 1,000 closed-loop clients took 101-102%
-// and halved etcd's throughput.
-const realtimeHeavyPercent = 50
+// realtimeHeavyShare is the share of the machine's CPUs, taken by the
+// runner's mean CPU in a phase, from which --realtime is taking the cores
+// from the stores rather than keeping other work off the runner: on two
+// cores, light loads (an open loop of 100/s, a geo cluster's shaped links)
+// took 19-37% of one core at real-time priority, while 1,000 closed-loop
+// clients took 101-102% and halved etcd's throughput. A quarter of two
+// cores is half of one; a real-time thread takes only the core it runs on,
+// so on a larger machine the stores keep more of it at the same use.
+const realtimeHeavyShare = 0.25
 
 // realtimeNote says that the runner ran at real-time priority, and names
 // the phases in which it took so much of the machine that the stores'
@@ -22,13 +25,18 @@ const realtimeHeavyPercent = 50
 // did.
 func realtimeNote(res *results.Results) (note string, heavy []string) {
 	note = fmt.Sprintf("the runner's threads (shaper, load generator, collector) ran at real-time priority (SCHED_FIFO %d) during the timeline, the stores at the normal policy", rtprio.Priority)
+	cpus := runtime.NumCPU()
+	if res.Machine != nil && res.Machine.CPUs > 0 {
+		cpus = res.Machine.CPUs
+	}
+	bound := realtimeHeavyShare * float64(cpus) * 100
 	for _, p := range res.Phases {
-		if r, ok := p.Resources[results.RunnerNode]; ok && r.CPUMeanPercent >= realtimeHeavyPercent {
+		if r, ok := p.Resources[results.RunnerNode]; ok && r.CPUMeanPercent >= bound {
 			heavy = append(heavy, fmt.Sprintf("%s (%.0f%% of a core)", p.Name, r.CPUMeanPercent))
 		}
 	}
 	if len(heavy) > 0 {
-		note += fmt.Sprintf("; in %s the runner took half a core or more at that priority, which the stores then waited for: their throughput and latency there are likely worse than without --realtime (it halved etcd's throughput under 1,000 closed-loop clients), which is for light loads", strings.Join(heavy, ", "))
+		note += fmt.Sprintf("; in %s the runner took a quarter or more of the machine's %d CPUs (%.0f%% of a core) at that priority, which the stores then waited for: their throughput and latency there are likely worse than without --realtime (it halved etcd's throughput under 1,000 closed-loop clients on two CPUs), which is for light loads", strings.Join(heavy, ", "), cpus, bound)
 	}
 	return note, heavy
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,16 +17,20 @@ func TestRealtimeNote(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
+		cpus   int
 		phases []results.Phase
 		heavy  []string
 	}{
-		{"light loads", []results.Phase{phase("warmup", 12), phase("steady", 37)}, nil},
-		{"no runner samples", []results.Phase{{Name: "steady"}}, nil},
-		{"one heavy phase", []results.Phase{phase("warmup", 20), phase("load", 101.4)}, []string{"load (101% of a core)"}},
-		{"at the bound", []results.Phase{phase("a", 50), phase("b", 49.9)}, []string{"a (50% of a core)"}},
+		{"light loads", 2, []results.Phase{phase("warmup", 12), phase("steady", 37)}, nil},
+		{"no runner samples", 2, []results.Phase{{Name: "steady"}}, nil},
+		{"one heavy phase", 2, []results.Phase{phase("warmup", 20), phase("load", 101.4)}, []string{"load (101% of a core)"}},
+		{"at the bound", 2, []results.Phase{phase("a", 50), phase("b", 49.9)}, []string{"a (50% of a core)"}},
+		{"a core of eight", 8, []results.Phase{phase("a", 101.4), phase("b", 200)}, []string{"b (200% of a core)"}},
+		{"one CPU", 1, []results.Phase{phase("a", 25), phase("b", 24)}, []string{"a (25% of a core)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			note, heavy := realtimeNote(&results.Results{Phases: tc.phases})
+			res := &results.Results{Phases: tc.phases, Machine: &results.Machine{CPUs: tc.cpus}}
+			note, heavy := realtimeNote(res)
 			if strings.Join(heavy, "|") != strings.Join(tc.heavy, "|") {
 				t.Errorf("heavy = %q, want %q", heavy, tc.heavy)
 			}
@@ -34,6 +39,9 @@ func TestRealtimeNote(t *testing.T) {
 			}
 			if warned := strings.Contains(note, "for light loads"); warned != (len(tc.heavy) > 0) {
 				t.Errorf("note warns = %v, want %v: %s", warned, len(tc.heavy) > 0, note)
+			}
+			if len(tc.heavy) > 0 && !strings.Contains(note, fmt.Sprintf("machine's %d CPUs", tc.cpus)) {
+				t.Errorf("note does not say the machine's %d CPUs: %s", tc.cpus, note)
 			}
 			for _, h := range tc.heavy {
 				if !strings.Contains(note, h) {
