@@ -119,7 +119,7 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 	value := string(make([]byte, c.valueSize))
 	var issued, failed atomic.Int64
 	lats := make([][]time.Duration, c.clients)
-	cpu0, gc0 := selfCPU(), selfGC()
+	cpu0, gc0, faults0 := selfCPU(), selfGC(), selfFaults()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range c.clients {
@@ -143,7 +143,7 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu, gc := selfCPU()-cpu0, selfGC()-gc0
+	cpu, gc, faults := selfCPU()-cpu0, selfGC()-gc0, selfFaults()-faults0
 	if err := ctx.Err(); err != nil {
 		return measurement{}, fmt.Errorf("loop: %w", err)
 	}
@@ -161,5 +161,6 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 		p99:      all[len(all)*99/100],
 		cpu:      cpu,
 		gc:       gc,
+		faults:   faults,
 	}, nil
 }

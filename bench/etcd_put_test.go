@@ -267,8 +267,16 @@ func warmUp(ctx context.Context, cl *cluster, ct contender, c putCase) error {
 }
 
 func (m measurement) String() string {
-	return fmt.Sprintf("%d ok, %d failed in %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, client CPU %s (%.1f µs/req, GC %.1f)",
-		m.requests, m.failed, m.elapsed.Round(time.Millisecond), m.rps, msf(m.p50), msf(m.p99), m.cpu.Round(time.Millisecond), cpuPerReq(m), gcPerReq(m))
+	return fmt.Sprintf("%d ok, %d failed in %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, client CPU %s (%.1f µs/req, GC %.1f), %.2f page faults/req",
+		m.requests, m.failed, m.elapsed.Round(time.Millisecond), m.rps, msf(m.p50), msf(m.p99), m.cpu.Round(time.Millisecond), cpuPerReq(m), gcPerReq(m), faultsPerReq(m))
+}
+
+// faultsPerReq is the client's minor page faults per request.
+func faultsPerReq(m measurement) float64 {
+	if m.requests == 0 {
+		return 0
+	}
+	return float64(m.faults) / float64(m.requests)
 }
 
 // cpuPerReq is the client's CPU cost of one request, in microseconds.
@@ -291,10 +299,11 @@ func printTable(w io.Writer, all []caseResult) {
 	}
 	fmt.Fprintf(w, "\netcd %s put, 3 nodes on loopback, all requests to the leader, key %d B, value %d B, 2 cores shared by client and cluster;\n"+
 		"runs alternate between tools, rounds %s; ratio = over etcd benchmark's in the same round; median lines: the median of those ratios\n"+
-		"and its %.0f%% interval (compare's paired Wilcoxon signed-rank interval on the logarithms); GC: the Go runtime's estimate of its collector's part of the CPU\n",
+		"and its %.0f%% interval (compare's paired Wilcoxon signed-rank interval on the logarithms); GC: the Go runtime's estimate of its collector's part of the CPU;\n"+
+		"faults: minor page faults, each a page touched for the first time (BenchmarkFreshPages says what one costs on this machine)\n",
 		etcdVersion, all[0].c.keySize, all[0].c.valueSize, roundsPerCase(all), 100*(1-ratioAlpha))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tGC µs/req\tratio\t")
+	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tGC µs/req\tfaults/req\tratio\t")
 	for _, r := range all {
 		for round := range r.runs[0] {
 			for i, name := range r.names {
@@ -303,15 +312,15 @@ func printTable(w io.Writer, all []caseResult) {
 				if i > 0 {
 					ratio = fmt.Sprintf("%.3f", m.rps/ref.rps)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%s\t\n",
-					r.c.name, name, round+1, m.requests, m.failed, m.elapsed.Seconds(), m.rps, msf(m.p50), msf(m.p99), cpuPerReq(m), gcPerReq(m), ratio)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%.2f\t%s\t\n",
+					r.c.name, name, round+1, m.requests, m.failed, m.elapsed.Seconds(), m.rps, msf(m.p50), msf(m.p99), cpuPerReq(m), gcPerReq(m), faultsPerReq(m), ratio)
 			}
 		}
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\tmedian GC µs/req\treq/s ratio [95%]\tCPU/req ratio [95%]\t")
+	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\tmedian GC µs/req\tmedian faults/req\treq/s ratio [95%]\tCPU/req ratio [95%]\t")
 	for _, r := range all {
 		for i, name := range r.names {
 			rateRatio, cpuRatio := "", ""
@@ -319,9 +328,9 @@ func printTable(w io.Writer, all []caseResult) {
 				rateRatio = ratioOf(each(r.runs[0], rate), each(r.runs[i], rate)).String()
 				cpuRatio = ratioOf(each(r.runs[0], cpuPerReq), each(r.runs[i], cpuPerReq)).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%.1f\t%s\t%s\t\n", r.c.name, name,
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", r.c.name, name,
 				results.Median(each(r.runs[i], rate)), results.Median(each(r.runs[i], p99)), results.Median(each(r.runs[i], cpuPerReq)),
-				results.Median(each(r.runs[i], gcPerReq)), rateRatio, cpuRatio)
+				results.Median(each(r.runs[i], gcPerReq)), results.Median(each(r.runs[i], faultsPerReq)), rateRatio, cpuRatio)
 		}
 	}
 	tw.Flush()

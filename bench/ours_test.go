@@ -78,7 +78,7 @@ func runOurs(client plan.ClientSpec) func(context.Context, stores.Endpoint, putC
 // compares.
 func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duration) (measurement, error) {
 	spec := oursSpec(c)
-	cpu0, gc0 := selfCPU(), selfGC()
+	cpu0, gc0, faults0 := selfCPU(), selfGC(), selfFaults()
 	base := time.Now()
 	coll := metrics.NewCollector([]plan.PhaseSpan{{Name: "put", Duration: plan.Duration(d)}}, []plan.WorkloadSpec{spec}, base)
 	eng, err := workload.New(spec, cli, coll.NewSink, base)
@@ -95,7 +95,7 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 	elapsed := time.Since(base)
 	stopBackground()
 	bg.Wait()
-	cpu, gc := selfCPU()-cpu0, selfGC()-gc0
+	cpu, gc, faults := selfCPU()-cpu0, selfGC()-gc0, selfFaults()-faults0
 	if err != nil {
 		return measurement{}, fmt.Errorf("engine: %w", err)
 	}
@@ -123,6 +123,7 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 		p99:      msDuration(lat.P99MS),
 		cpu:      cpu,
 		gc:       gc,
+		faults:   faults,
 	}, nil
 }
 

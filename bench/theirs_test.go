@@ -40,6 +40,11 @@ type measurement struct {
 	// gc is the Go runtime's estimate of the part of it its garbage
 	// collector used (see gcCPUMetric).
 	gc time.Duration
+	// faults is the client's minor page faults over the run: for etcd's
+	// tool its whole process's, which starts with an empty heap, and for
+	// ours the benchmark process's, whose heap was handed back to the OS
+	// before the run (compare).
+	faults int64
 }
 
 // runTheirs runs `benchmark put` against the endpoint at addr and parses its
@@ -74,6 +79,7 @@ func runTheirs(ctx context.Context, bin, addr string, c putCase) (measurement, e
 	// all; a short count is how we notice them.
 	m.failed = int64(c.total) - m.requests
 	m.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	m.faults = childFaults(cmd.ProcessState)
 	m.gc = tracedGC(stderr.Bytes())
 	return m, nil
 }

@@ -11,7 +11,10 @@
 // assists taken from the workers, and the preemptions that scan a thousand
 // goroutine stacks. Every cycle costs about the same whatever the garbage
 // it frees, so fewer cycles on a small heap buy CPU with memory the
-// machine has.
+// machine has. The memory is not free either: each page of it is faulted
+// in once, which on a paravirtualised machine costs far more than on bare
+// metal, so the headroom is taken only while the collector costs a
+// noticeable share of the CPU (Worth).
 package gcbudget
 
 import (
@@ -47,7 +50,34 @@ const (
 	// defaultPercent is Go's own, and the floor: a large live heap is
 	// collected at least as often as without this package.
 	defaultPercent = 100
+	// worthShare is the share of the process's busy CPU that its collector
+	// would take at Go's default from which the headroom is worth its
+	// pages, and dropShare the share under which a headroom in force is
+	// given up (apart, so that a process near the mark does not switch
+	// every interval). Every page of headroom is faulted in once: on the
+	// paravirtualised machines this project runs on a minor fault took
+	// 11-12 µs of CPU (BenchmarkFreshPages in bench/), so the 128 MiB cap
+	// costs about 0.4 s. At one client the collector took 2% of the
+	// runner's CPU and the headroom's faults cost more than it saved (CPU
+	// per request 5% over Go's default, page faults per request 0.9-1.2
+	// against 0.2); under 1000 clients it took a third and more, and the
+	// headroom saved 6-10% of the CPU per request in runs of 30 s.
+	worthShare = 0.05
+	dropShare  = 0.025
 )
+
+// Worth reports whether a headroom is worth having, given the share of the
+// process's busy CPU its collector took over the last interval at GC
+// percent current, and whether one is in force (on). Collections come as
+// often as the heap grows by percent of what is live, so at Go's default
+// the collector would have taken share × current/100.
+func Worth(share float64, current int, on bool) bool {
+	atDefault := share * float64(current) / defaultPercent
+	if on {
+		return atDefault >= dropShare
+	}
+	return atDefault >= worthShare
+}
 
 // Percent is the GC percent that lets a heap with live bytes grow by
 // headroom before its next collection, between Go's default of 100 and
@@ -65,10 +95,11 @@ func Percent(live, headroom uint64) int {
 
 // Run keeps the GC percent at Percent(live heap, headroom), where headroom
 // is what the process allocates in collectEvery at the rate it allocated
-// over the last interval, at most maxHeadroom. It reads both every
-// interval until ctx is done, then restores the percent it found. It does
-// nothing when the GOGC environment variable is set: a user's choice
-// stands.
+// over the last interval, at most maxHeadroom, while the collector's share
+// of the CPU makes it worth it (Worth), and at Go's default otherwise. It
+// reads them every interval until ctx is done, then restores the percent
+// it found. It does nothing when the GOGC environment variable is set: a
+// user's choice stands.
 func Run(ctx context.Context, maxHeadroom uint64, interval time.Duration) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return
@@ -79,13 +110,18 @@ func Run(ctx context.Context, maxHeadroom uint64, interval time.Duration) {
 	if l := cgroupMemoryLimit(os.ReadFile); l > 0 {
 		maxHeadroom = min(maxHeadroom, l/4)
 	}
-	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
-	read := func() (live, allocs uint64) {
-		metrics.Read(samples)
-		return uint64Of(samples[0].Value), uint64Of(samples[1].Value)
+	samples := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"},
+		{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/cpu/classes/idle:cpu-seconds"},
 	}
-	_, allocated := read()
+	read := func() (live, allocs uint64, gc, busy float64) {
+		metrics.Read(samples)
+		return uint64Of(samples[0].Value), uint64Of(samples[1].Value),
+			float64Of(samples[2].Value), float64Of(samples[3].Value) - float64Of(samples[4].Value)
+	}
+	_, allocated, gcCPU, busyCPU := read()
 	last := time.Now()
+	on := false
 	// Go's default until an allocation rate is known.
 	current := defaultPercent
 	was := debug.SetGCPercent(current)
@@ -98,10 +134,19 @@ func Run(ctx context.Context, maxHeadroom uint64, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		live, allocs := read()
+		live, allocs, gc, busy := read()
 		now := time.Now()
 		headroom := Headroom(allocs-allocated, now.Sub(last), maxHeadroom)
-		allocated, last = allocs, now
+		// The runtime's CPU classes are estimates that it brings up to
+		// date at each collection; an interval without one keeps the last
+		// decision.
+		if busy > busyCPU {
+			on = Worth((gc-gcCPU)/(busy-busyCPU), current, on)
+		}
+		if !on {
+			headroom = 0
+		}
+		allocated, last, gcCPU, busyCPU = allocs, now, gc, busy
 		// Setting the percent takes the heap lock; skip changes under a
 		// tenth, which move the next collection by little.
 		if p := Percent(live, headroom); p*10 < current*9 || p*10 > current*11 {
@@ -122,6 +167,13 @@ func Headroom(allocated uint64, elapsed time.Duration, maxHeadroom uint64) uint6
 		return maxHeadroom
 	}
 	return uint64(h)
+}
+
+func float64Of(v metrics.Value) float64 {
+	if v.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return v.Float64()
 }
 
 func uint64Of(v metrics.Value) uint64 {

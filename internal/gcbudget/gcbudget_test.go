@@ -58,13 +58,49 @@ func TestHeadroom(t *testing.T) {
 	}
 }
 
+func TestWorth(t *testing.T) {
+	tests := []struct {
+		name    string
+		share   float64
+		current int
+		on      bool
+		want    bool
+	}{
+		{"one client at Go's default: 2%", 0.02, 100, false, false},
+		{"1000 clients at Go's default: 40%", 0.40, 100, false, true},
+		{"at the mark", 0.05, 100, false, true},
+		{"just under it", 0.049, 100, false, false},
+		{"in force, 8% at 430 is 34% at the default", 0.08, 430, true, true},
+		{"in force, 1% at 400 is 4% at the default: kept", 0.01, 400, true, true},
+		{"off, 4% at the default: not taken", 0.04, 100, false, false},
+		{"in force, 0.5% at 400 is 2% at the default: dropped", 0.005, 400, true, false},
+		{"no collector time", 0, 1000, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Worth(tt.share, tt.current, tt.on); got != tt.want {
+				t.Errorf("Worth(%v, %d, %v) = %v, want %v", tt.share, tt.current, tt.on, got, tt.want)
+			}
+		})
+	}
+}
+
 // garbage is where allocate leaves what it allocates, so that the
 // compiler keeps the allocations.
 var garbage []byte
 
-// TestRunSetsAndRestores runs the adjuster on this test's own small heap
-// while the test allocates: the percent rises above the default while it
-// runs and is restored after.
+// node is a small object with a pointer, so that a heap of them costs the
+// collector a mark per object.
+type node struct {
+	next *node
+	_    [2]int64
+}
+
+// TestRunSetsAndRestores runs the adjuster while the test keeps a live
+// heap of many small pointers, which every collection marks, and
+// allocates short-lived small objects fast: collections at Go's default
+// then take a large share of the test's CPU, so the percent rises above
+// the default while the adjuster runs, and is restored after.
 func TestRunSetsAndRestores(t *testing.T) {
 	// t.Setenv restores GOGC after the test; Run must find it unset.
 	t.Setenv("GOGC", "")
@@ -72,10 +108,15 @@ func TestRunSetsAndRestores(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
 
+	var live *node
+	for range 200_000 {
+		live = &node{next: live}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { Run(ctx, DefaultHeadroom, 10*time.Millisecond); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)
+	var short *node
 	for {
 		if p := gogc(); p > 100 {
 			break
@@ -83,13 +124,15 @@ func TestRunSetsAndRestores(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("GC percent still %d after 10 s of Run", gogc())
 		}
-		for range 100 {
-			garbage = make([]byte, 64<<10)
+		for range 10_000 {
+			short = &node{next: short}
 		}
-		time.Sleep(5 * time.Millisecond)
+		short = nil
+		time.Sleep(time.Millisecond)
 	}
 	cancel()
 	<-done
+	runtime.KeepAlive(live)
 	if p := gogc(); p != 100 {
 		t.Errorf("after Run: GC percent %d, want the 100 it found", p)
 	}
