@@ -56,10 +56,10 @@ const (
 	// given up (apart, so that a process near the mark does not switch
 	// every interval). Every page of headroom is faulted in once: on the
 	// paravirtualised machines this project runs on a minor fault took
-	// 11-12 µs of CPU (BenchmarkFreshPages in bench/), so the 128 MiB cap
+	// 11-16 µs of CPU (BenchmarkFreshPages in bench/), so the 128 MiB cap
 	// costs about 0.4 s. At one client the collector took 2% of the
 	// runner's CPU and the headroom's faults cost more than it saved (CPU
-	// per request 5% over Go's default, page faults per request 0.9-1.2
+	// per request 7% over Go's default, page faults per request 0.7-1.2
 	// against 0.2); under 1000 clients it took a third and more, and the
 	// headroom saved 6-10% of the CPU per request in runs of 30 s.
 	worthShare = 0.05
