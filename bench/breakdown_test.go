@@ -119,7 +119,8 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 	value := string(make([]byte, c.valueSize))
 	var issued, failed atomic.Int64
 	lats := make([][]time.Duration, c.clients)
-	cpu0, gc0, faults0 := selfCPU(), selfGC(), selfFaults()
+	cpu0, faults0 := selfUsage()
+	gc0 := selfGC()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range c.clients {
@@ -143,7 +144,8 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu, gc, faults := selfCPU()-cpu0, selfGC()-gc0, selfFaults()-faults0
+	cpu1, faults1 := selfUsage()
+	cpu, faults, gc := cpu1-cpu0, faults1-faults0, selfGC()-gc0
 	if err := ctx.Err(); err != nil {
 		return measurement{}, fmt.Errorf("loop: %w", err)
 	}

@@ -8,28 +8,18 @@ import (
 	"time"
 )
 
-// selfCPU is the CPU time (user + system) this process has used so far.
-// Around a run of ours it is the engine's, its client's and the collector's
-// cost; the rest of the test binary is idle meanwhile.
-func selfCPU() time.Duration {
+// selfUsage is the CPU time (user + system) this process has used so far,
+// and how many page faults it has taken that needed no I/O (minor faults:
+// mostly pages of memory touched for the first time, each of which costs
+// CPU; see BenchmarkFreshPages). Around a run of ours they are the
+// engine's, its client's and the collector's; the rest of the test binary
+// is idle meanwhile.
+func selfUsage() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// selfFaults is how many page faults this process has taken so far that
-// needed no I/O (minor faults): mostly pages of memory touched for the
-// first time. Each costs CPU, and on a virtual machine that hands the pages
-// its guest frees back to the host (free page reporting; see
-// BenchmarkFreshPages) a fresh page costs far more than a recycled one.
-func selfFaults() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Minflt
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 // childFaults is the minor page faults of an exited child process.

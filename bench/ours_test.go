@@ -78,7 +78,8 @@ func runOurs(client plan.ClientSpec) func(context.Context, stores.Endpoint, putC
 // compares.
 func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duration) (measurement, error) {
 	spec := oursSpec(c)
-	cpu0, gc0, faults0 := selfCPU(), selfGC(), selfFaults()
+	cpu0, faults0 := selfUsage()
+	gc0 := selfGC()
 	base := time.Now()
 	coll := metrics.NewCollector([]plan.PhaseSpan{{Name: "put", Duration: plan.Duration(d)}}, []plan.WorkloadSpec{spec}, base)
 	eng, err := workload.New(spec, cli, coll.NewSink, base)
@@ -95,7 +96,8 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 	elapsed := time.Since(base)
 	stopBackground()
 	bg.Wait()
-	cpu, gc, faults := selfCPU()-cpu0, selfGC()-gc0, selfFaults()-faults0
+	cpu1, faults1 := selfUsage()
+	cpu, faults, gc := cpu1-cpu0, faults1-faults0, selfGC()-gc0
 	if err != nil {
 		return measurement{}, fmt.Errorf("engine: %w", err)
 	}

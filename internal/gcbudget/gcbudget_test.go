@@ -85,10 +85,6 @@ func TestWorth(t *testing.T) {
 	}
 }
 
-// garbage is where allocate leaves what it allocates, so that the
-// compiler keeps the allocations.
-var garbage []byte
-
 // node is a small object with a pointer, so that a heap of them costs the
 // collector a mark per object.
 type node struct {
