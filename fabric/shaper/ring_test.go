@@ -43,10 +43,13 @@ func newFDDev(t *testing.T) *fdDev {
 	return d
 }
 
-// TestReadsThroughRing sends a burst of frames of every size class, so
-// that each wake-up of the reader finds many, over a delayed link and a
-// direct one, and checks they arrive whole and in order, with both devices
-// read through an io_uring (or, with PlainReads, neither).
+// TestReadsThroughRing sends frames of every size class over a delayed link
+// and a direct one, and checks they arrive whole and in order, with both
+// devices read through an io_uring (or, with PlainReads, neither). A burst
+// makes each wake-up of the reader find many; a trickle, frames a few
+// microseconds apart, makes batches start on an empty device and find
+// frames that arrive while they run (a reader that waited on its first
+// read alone lost such frames).
 func TestReadsThroughRing(t *testing.T) {
 	if r, err := uring.New(ringReadBufs); errors.Is(err, uring.ErrUnsupported) {
 		t.Skipf("this machine forbids io_uring: %v", err)
@@ -56,15 +59,18 @@ func TestReadsThroughRing(t *testing.T) {
 		r.Close()
 	}
 	for _, tc := range []struct {
-		name  string
-		plain bool
-		link  Link
+		name    string
+		plain   bool
+		link    Link
+		n       int
+		trickle bool
 	}{
-		{"ring/delayed", false, Link{Delay: 5 * time.Millisecond}},
-		{"ring/direct", false, Link{}},
-		{"plain/delayed", true, Link{Delay: 5 * time.Millisecond}},
+		{"ring/delayed", false, Link{Delay: 5 * time.Millisecond}, 2000, false},
+		{"ring/direct", false, Link{}, 2000, false},
+		{"ring/direct/trickle", false, Link{}, 20000, true},
+		{"plain/delayed", true, Link{Delay: 5 * time.Millisecond}, 2000, false},
 	} {
-		plain := tc.plain
+		plain, n, trickle := tc.plain, tc.n, tc.trickle
 		t.Run(tc.name, func(t *testing.T) {
 			r := New(Options{PlainReads: plain})
 			devs := []*fdDev{newFDDev(t), newFDDev(t)}
@@ -85,7 +91,6 @@ func TestReadsThroughRing(t *testing.T) {
 			}()
 
 			sizes := []int{60, 1400, smallFrame + 1, 9000}
-			const n = 2000
 			sent := make([][]byte, n)
 			for k := range n {
 				p := ipv4(0, 1, sizes[k%len(sizes)], uint32(k))
@@ -94,12 +99,17 @@ func TestReadsThroughRing(t *testing.T) {
 				}
 				sent[k] = p
 			}
-			// Sent as fast as the devices take them, while this goroutine
-			// reads: a direct link writes from the reader, which waits
-			// while the receiving end is full.
+			// Sent as fast as the devices take them (or 0-6 µs apart), while
+			// this goroutine reads: a direct link writes from the reader,
+			// which waits while the receiving end is full.
 			sendErr := make(chan error, 1)
 			go func() {
-				for _, p := range sent {
+				for k, p := range sent {
+					if trickle {
+						gap := time.Duration(k%7) * time.Microsecond
+						for start := time.Now(); time.Since(start) < gap; {
+						}
+					}
 					for {
 						_, err := unix.Write(devs[0].peer, p)
 						if err == nil {
@@ -138,7 +148,7 @@ func TestReadsThroughRing(t *testing.T) {
 			if err := <-sendErr; err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, time.Second, "stats settled", func() bool { return r.Stats()[[2]int{hostID(0), hostID(1)}].Forwarded == n })
+			waitFor(t, time.Second, "stats settled", func() bool { return r.Stats()[[2]int{hostID(0), hostID(1)}].Forwarded == uint64(n) })
 			if st := r.Stats()[[2]int{hostID(0), hostID(1)}]; st.WriteErrors != 0 {
 				t.Errorf("stats %+v, want no write errors", st)
 			}
