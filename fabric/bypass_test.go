@@ -260,7 +260,8 @@ func TestBypassLeaveRestarts(t *testing.T) {
 
 // TestTUNHasNoQueue: every host's TUN device, up, has no queueing
 // discipline in front of it, so that packets reach the shaper in the order
-// they were sent and a mark follows every packet sent before it.
+// they were sent and a mark follows every packet sent before it, and holds
+// tunQueueLen frames for the shaper, not the kernel's 500.
 func TestTUNHasNoQueue(t *testing.T) {
 	for _, opts := range []Options{{}, {Bypass: true}} {
 		f := newFabricWith(t, opts, "a")
@@ -283,6 +284,9 @@ func TestTUNHasNoQueue(t *testing.T) {
 			}
 			if len(qdiscs) != 1 || qdiscs[0].Type() != "noqueue" {
 				t.Errorf("bypass %v: %s's queueing disciplines are %v, want noqueue alone", opts.Bypass, tunName, qdiscs)
+			}
+			if n := link.Attrs().TxQLen; n != tunQueueLen {
+				t.Errorf("bypass %v: %s holds %d frames, want %d", opts.Bypass, tunName, n, tunQueueLen)
 			}
 			return nil
 		})
