@@ -92,7 +92,7 @@ func TestDropsCountsOverruns(t *testing.T) {
 }
 
 // Frames counts every frame the shaper read, as the kernel counts what the
-// devices handed to their reader. The datagrams go out one by one, a few
+// devices handed to their reader, and Close finds the two counts equal. The datagrams go out one by one, a few
 // microseconds apart, so that the reader often finds its device empty and
 // frames arrive while it reads: a ring reader that lost frames so (read by
 // a batch whose first read found nothing) counted 1 to 5 fewer than the
@@ -119,6 +119,13 @@ func TestFramesCountsWhatDevicesSent(t *testing.T) {
 			// is behind (Drops): those frames were never read.
 			if frames != ip || ip+dropped < n {
 				t.Fatalf("Frames counts %d, the devices handed their reader %d and dropped %d; want the same count, and the %d datagrams sent among them", frames, ip, dropped, n)
+			}
+			// Once stopped, the fabric makes the same comparison itself.
+			if err := f.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if lost, checked := f.ReadsLost(); !checked || lost != 0 {
+				t.Errorf("ReadsLost: %d lost, checked %v; want none lost, checked", lost, checked)
 			}
 			readers := f.router.RingReaders()
 			t.Logf("%d frames read, as ip counts them, %d dropped by the devices; %d devices read through io_uring", frames, dropped, readers)

@@ -72,6 +72,11 @@ func newFabricWith(t *testing.T, opts Options, names ...string) *Fabric {
 		if err := f.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
 		}
+		// Whatever a test sent through the shaper, it read what the
+		// devices handed it and lost none of it.
+		if lost, checked := f.ReadsLost(); lost != 0 {
+			t.Errorf("the shaper lost %d frames it read (checked %v)", lost, checked)
+		}
 		for _, h := range f.Hosts() {
 			if _, err := os.Stat(h.NetnsPath()); !os.IsNotExist(err) {
 				t.Errorf("namespace %s left behind", h.ns)

@@ -178,16 +178,27 @@ func withTUN(fn func(nl *netlink.Handle, tun netlink.Link) error) error {
 // dropped on their way to its reader: the kernel counts a frame it could
 // not queue for the reader as a transmit drop of the device.
 func deviceDrops(nsPath string) (uint64, error) {
-	var n uint64
+	tx, err := deviceTX(nsPath)
+	return tx.dropped, err
+}
+
+// txCounts is a TUN device's transmit counters: a device transmits a
+// frame when its reader reads it, and drops one it has no room for.
+type txCounts struct{ packets, dropped uint64 }
+
+// deviceTX reads the transmit counters of the TUN device in the namespace
+// at nsPath.
+func deviceTX(nsPath string) (txCounts, error) {
+	var tx txCounts
 	err := inNetns(nsPath, func() error {
 		return withTUN(func(_ *netlink.Handle, tun netlink.Link) error {
 			if st := tun.Attrs().Statistics; st != nil {
-				n = st.TxDropped
+				tx = txCounts{packets: st.TxPackets, dropped: st.TxDropped}
 			}
 			return nil
 		})
 	})
-	return n, err
+	return tx, err
 }
 
 // setOffload tells the kernel which offloads the reader of a TUN device
