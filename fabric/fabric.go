@@ -416,11 +416,11 @@ func (f *Fabric) Drops() (uint64, error) {
 		if h.tun == nil {
 			continue
 		}
-		d, err := deviceDrops(h.NetnsPath())
+		tx, err := deviceTX(h.NetnsPath())
 		if err != nil {
 			return n, fmt.Errorf("fabric: host %s: %w", h.Name, err)
 		}
-		n += d
+		n += tx.dropped
 	}
 	return n, nil
 }

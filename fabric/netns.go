@@ -174,16 +174,9 @@ func withTUN(fn func(nl *netlink.Handle, tun netlink.Link) error) error {
 	return fn(nl, tun)
 }
 
-// deviceDrops is how many frames the TUN device in the namespace at nsPath
-// dropped on their way to its reader: the kernel counts a frame it could
-// not queue for the reader as a transmit drop of the device.
-func deviceDrops(nsPath string) (uint64, error) {
-	tx, err := deviceTX(nsPath)
-	return tx.dropped, err
-}
-
-// txCounts is a TUN device's transmit counters: a device transmits a
-// frame when its reader reads it, and drops one it has no room for.
+// txCounts is a TUN device's transmit counters: the kernel counts a frame
+// as transmitted when the device's reader reads it, and as a transmit drop
+// when it could not queue it for the reader.
 type txCounts struct{ packets, dropped uint64 }
 
 // deviceTX reads the transmit counters of the TUN device in the namespace
