@@ -160,7 +160,7 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 			res.Notes = map[string]string{}
 		}
 		note, heavy := realtimeNote(res)
-		res.Notes["realtime"] = note
+		res.Notes[results.NoteRealtime] = note
 		if len(heavy) > 0 {
 			x.log.Warn("--realtime under a heavy load: the runner took the cores from the stores", "phases", heavy)
 		}

@@ -111,6 +111,10 @@ type Results struct {
 	Notes map[string]string `json:"notes,omitempty"`
 }
 
+// NoteRealtime is the note a run whose threads ran at real-time priority
+// (scenario run --realtime) carries.
+const NoteRealtime = "realtime"
+
 // SweepValue is one coordinate of a sweep point.
 type SweepValue struct {
 	// Variable is the swept variable's name.
