@@ -495,12 +495,17 @@ func mismatches(base, next *Side) []string {
 // networkWarnings warns when a run's network fabric lost frames that no
 // link declared (run.network_drops) and the other's lost fewer: each was a
 // retransmission, so a change in latency or throughput may be the
-// shaper's doing.
+// shaper's doing. So may one where a run's shaper was markedly later
+// (lateShaperWarning).
 func networkWarnings(base, next *Side) []string {
+	var w []string
+	if late := lateShaperWarning(base, next); late != "" {
+		w = append(w, late)
+	}
 	// A run without a shaper counts none.
 	path, b, n, _, _ := runFigures(base, next, plan.MetricNetworkDrops)
 	if b == n {
-		return nil
+		return w
 	}
 	// Against the frames each run's shaper carried, where both counted
 	// them: a run that carried more frames may lose more.
@@ -509,9 +514,26 @@ func networkWarnings(base, next *Side) []string {
 		inB, inN = fmt.Sprintf("%.0f of %.0f", b, fb), fmt.Sprintf("%.0f of %.0f", n, fn)
 		path += " of " + fpath
 	}
-	return []string{fmt.Sprintf("the %s run's network lost more frames that no link declared: %s in base, %s in new (%s); the shaper fell behind, and latency and throughput changes may be its doing, not the store's",
-		larger(b, n), inB, inN, path)}
+	return append(w, fmt.Sprintf("the %s run's network lost more frames that no link declared: %s in base, %s in new (%s); the shaper fell behind, and latency and throughput changes may be its doing, not the store's",
+		larger(b, n), inB, inN, path))
 }
+
+// lateShaperWarning warns when one run's shaper handed packets on
+// markedly later than the other's (run.network_late_p99_ms at least a
+// millisecond and twice the other's): its links were slower than declared
+// by that much. "" otherwise, and where a run had no shaper.
+func lateShaperWarning(base, next *Side) string {
+	path, b, n, okB, okN := runFigures(base, next, plan.MetricNetworkLateP99)
+	if !okB || !okN || max(b, n) < lateShaperMS || max(b, n) < 2*min(b, n) {
+		return ""
+	}
+	return fmt.Sprintf("the %s run's shaper was later: %s %.3g ms in base, %.3g ms in new; its links were slower than declared by about that much, and latency changes may be its doing, not the store's",
+		larger(b, n), path, b, n)
+}
+
+// lateShaperMS is the shaper lateness p99 below which neither run's links
+// are called slow: what the shaper keeps to on a quiet machine.
+const lateShaperMS = 1.0
 
 // runFigures reads run.<metric> of each side (the median over a side's
 // repetitions), and whether each has it.

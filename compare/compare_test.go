@@ -345,6 +345,33 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			name: "a markedly later shaper is named",
+			change: func(r *results.Results) {
+				r.Run.NetworkLate = &results.NetworkLate{Packets: 9000, P50MS: 0.2, P99MS: 4.6, MaxMS: 18}
+			},
+			base: func(r *results.Results) {
+				r.Run.NetworkLate = &results.NetworkLate{Packets: 9100, P50MS: 0.06, P99MS: 0.35, MaxMS: 2}
+			},
+			wantWarnings: []string{
+				"the new run's shaper was later: run.network_late_p99_ms 0.35 ms in base, 4.6 ms in new; its links were slower than declared by about that much, and latency changes may be its doing, not the store's",
+			},
+		},
+		{
+			name: "shaper lateness under a millisecond is not named",
+			change: func(r *results.Results) {
+				r.Run.NetworkLate = &results.NetworkLate{Packets: 9000, P50MS: 0.2, P99MS: 0.9, MaxMS: 18}
+			},
+			base: func(r *results.Results) {
+				r.Run.NetworkLate = &results.NetworkLate{Packets: 9100, P50MS: 0.06, P99MS: 0.1, MaxMS: 2}
+			},
+		},
+		{
+			name: "shaper lateness in one run only is not named",
+			change: func(r *results.Results) {
+				r.Run.NetworkLate = &results.NetworkLate{Packets: 9000, P50MS: 0.2, P99MS: 4.6, MaxMS: 18}
+			},
+		},
+		{
 			name:   "the same scenario run from another directory",
 			change: func(r *results.Results) { r.Scenario = "/src/repo/scenarios/failover.hcl" },
 		},

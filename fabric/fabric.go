@@ -137,10 +137,8 @@ type Fabric struct {
 
 	mu     sync.Mutex
 	closed bool
-	// readsLost counts frames the shaper read and then lost, once
-	// readsChecked (checkReads).
-	readsLost    uint64
-	readsChecked bool
+	// reads is the outcome of checkReads, once it ran.
+	reads ReadCheck
 	// stop ends the waits of pairs leaving the shaper (routeLink) when
 	// the fabric closes.
 	stop chan struct{}
@@ -402,6 +400,16 @@ func (f *Fabric) Stats() map[string]shaper.PairStats {
 	return out
 }
 
+// Lateness snapshots how late the shaper has handed the packets it held
+// to their destination, past the due time their link gave them, so far
+// (see shaper.Lateness). On the kernel reference it counts none.
+func (f *Fabric) Lateness() *shaper.Lateness {
+	if f.router == nil {
+		return &shaper.Lateness{}
+	}
+	return f.router.Lateness()
+}
+
 // Drops counts the frames the fabric lost that no link declared, so far:
 // those a host's TUN device dropped because its queue (the kernel's 500
 // frames; see noQueue) was full when the shaper had not read it in time,
@@ -469,16 +477,25 @@ func (f *Fabric) checkReads() {
 		total += tx.packets
 	}
 	f.log.Debug("shaper's reads checked against the devices' counts", "frames", total, "lost", lost)
-	f.readsLost, f.readsChecked = lost, true
+	f.reads = ReadCheck{Checked: true, Frames: total, Lost: lost}
 }
 
-// ReadsLost reports how many frames the shaper lost after reading them from
-// the devices (0 where it works), and whether that was checked: once
-// Close has stopped the shaper, and only on the shaper.
-func (f *Fabric) ReadsLost() (lost uint64, checked bool) {
+// ReadCheck is the shaper's check of its own reads (see Reads).
+type ReadCheck struct {
+	// Checked says whether the check ran: once Close has stopped the
+	// shaper, and only on the shaper.
+	Checked bool
+	// Frames counts the frames the devices handed the shaper over the
+	// fabric's life, and Lost those it lost after reading them (0 where
+	// it works).
+	Frames, Lost uint64
+}
+
+// Reads reports the shaper's check of its own reads.
+func (f *Fabric) Reads() ReadCheck {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.readsLost, f.readsChecked
+	return f.reads
 }
 
 // Close stops forwarding and deletes every namespace, which removes its

@@ -74,8 +74,8 @@ func newFabricWith(t *testing.T, opts Options, names ...string) *Fabric {
 		}
 		// Whatever a test sent through the shaper, it read what the
 		// devices handed it and lost none of it.
-		if lost, checked := f.ReadsLost(); lost != 0 {
-			t.Errorf("the shaper lost %d frames it read (checked %v)", lost, checked)
+		if rc := f.Reads(); rc.Lost != 0 {
+			t.Errorf("the shaper lost frames it read: %+v", rc)
 		}
 		for _, h := range f.Hosts() {
 			if _, err := os.Stat(h.NetnsPath()); !os.IsNotExist(err) {

@@ -491,29 +491,31 @@ var OpStats = []string{StatCount, StatThroughput, StatP50, StatP90, StatP99, Sta
 // Phase-wide metrics: phase.<phase>.<metric>. Also under run.<metric> for the
 // whole run.
 const (
-	MetricAvailability  = "availability"        // request-based: successful / attempted
-	MetricTimeAvail     = "time_availability"   // time-based: share of the time not in write gaps of 1 s or more
-	MetricMaxGap        = "max_gap"             // longest time without a successful write, ms
-	MetricFailoverTime  = "failover_time"       // worst time from a fault to the first successful write after it, ms
-	MetricLeaderElect   = "leader_elected"      // worst time from a fault to a new leader, ms
-	MetricRejoin        = "rejoin_time"         // worst time from a fault's undoing until the members it took away answer clients again, ms
-	MetricElections     = "elections"           // leader changes seen
-	MetricNoLeader      = "no_leader_time"      // time without a leader, ms
-	MetricLeaderUnknown = "leader_unknown_time" // time no node answered the leader poll, ms
-	MetricLateStarts    = "late_starts"         // open-loop sends that started after their intended time
-	MetricLateShare     = "late_start_share"    // late_starts over the ops counted: how far the offered load fell short
-	MetricWriteFloor    = "write_floor"         // the put latency the declared links allow the leader in office, ms
-	MetricFloorExcess   = "floor_excess"        // put p50 over write_floor, minus 1: 0.04 is 4% above the floor
-	MetricStealShare    = "steal_share"         // share of the machine's CPU time its hypervisor withheld
-	MetricCPUWait       = "cpu_wait_share"      // share of the time some runnable task on the machine waited for a CPU
-	MetricRunnerWait    = "runner_wait_share"   // share of the CPU time the runner's threads wanted that they waited for
-	MetricNetworkDrops  = "network_drops"       // frames the network fabric lost that no link declared (its queues overran)
-	MetricNetworkFrames = "network_frames"      // frames the shaper read (what network_drops is a share of)
+	MetricAvailability   = "availability"        // request-based: successful / attempted
+	MetricTimeAvail      = "time_availability"   // time-based: share of the time not in write gaps of 1 s or more
+	MetricMaxGap         = "max_gap"             // longest time without a successful write, ms
+	MetricFailoverTime   = "failover_time"       // worst time from a fault to the first successful write after it, ms
+	MetricLeaderElect    = "leader_elected"      // worst time from a fault to a new leader, ms
+	MetricRejoin         = "rejoin_time"         // worst time from a fault's undoing until the members it took away answer clients again, ms
+	MetricElections      = "elections"           // leader changes seen
+	MetricNoLeader       = "no_leader_time"      // time without a leader, ms
+	MetricLeaderUnknown  = "leader_unknown_time" // time no node answered the leader poll, ms
+	MetricLateStarts     = "late_starts"         // open-loop sends that started after their intended time
+	MetricLateShare      = "late_start_share"    // late_starts over the ops counted: how far the offered load fell short
+	MetricWriteFloor     = "write_floor"         // the put latency the declared links allow the leader in office, ms
+	MetricFloorExcess    = "floor_excess"        // put p50 over write_floor, minus 1: 0.04 is 4% above the floor
+	MetricStealShare     = "steal_share"         // share of the machine's CPU time its hypervisor withheld
+	MetricCPUWait        = "cpu_wait_share"      // share of the time some runnable task on the machine waited for a CPU
+	MetricRunnerWait     = "runner_wait_share"   // share of the CPU time the runner's threads wanted that they waited for
+	MetricNetworkDrops   = "network_drops"       // frames the network fabric lost that no link declared (its queues overran)
+	MetricNetworkFrames  = "network_frames"      // frames the shaper read (what network_drops is a share of)
+	MetricNetworkLateP99 = "network_late_p99_ms" // how late the shaper handed on the 99th percentile of the packets it held, past their due time, ms
+	MetricNetworkLateMax = "network_late_max_ms" // the latest of them, ms
 )
 
 // PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
 // also aggregated over all ops under the same names).
-var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait, MetricNetworkDrops, MetricNetworkFrames}
+var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait, MetricNetworkDrops, MetricNetworkFrames, MetricNetworkLateP99, MetricNetworkLateMax}
 
 // Error classes. Every failed operation falls in exactly one.
 const (

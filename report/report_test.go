@@ -530,8 +530,9 @@ func TestWriteClusters(t *testing.T) {
 	}
 }
 
-// TestNetworkBlock: the network's undeclared losses are listed per counted
-// phase, and the block is left out where no phase was counted.
+// TestNetworkBlock: the network's undeclared losses, and the shaper's
+// lateness where measured, are listed per counted phase, and the block is
+// left out where no phase was counted.
 func TestNetworkBlock(t *testing.T) {
 	r := sample()
 	if b := networkBlock(r); b != nil {
@@ -539,11 +540,16 @@ func TestNetworkBlock(t *testing.T) {
 	}
 	r.Phases[0].NetworkDrops, r.Phases[0].NetworkFrames = results.Ptr(int64(0)), results.Ptr(int64(800))
 	r.Phases[1].NetworkDrops = results.Ptr(int64(12))
+	r.Phases[1].NetworkLate = &results.NetworkLate{Packets: 790, P50MS: 0.061, P99MS: 1.25, MaxMS: 7.5}
 	b := networkBlock(r)
 	if len(b) != 1 || len(b[0].Fields) != 2 {
 		t.Fatalf("network block %+v, want one block with a field per phase", b)
 	}
-	for i, want := range []string{"the shaper carried 800 frames and lost no frame that no link declared", "lost 12 frames that no link declared: the shaper fell behind"} {
+	if strings.Contains(b[0].Fields[0].Value, "due time") {
+		t.Errorf("field 0 = %+v: a lateness where none was measured", b[0].Fields[0])
+	}
+	for i, want := range []string{"the shaper carried 800 frames and lost no frame that no link declared",
+		"lost 12 frames that no link declared: the shaper fell behind, and each was a retransmission; it handed on the 790 packets it held 0.061 ms (p50), 1.250 ms (p99) and at most 7.500 ms after their due time"} {
 		if f := b[0].Fields[i]; f.Name != r.Phases[i].Name || !strings.Contains(f.Value, want) {
 			t.Errorf("field %d = %+v, want phase %s with %q", i, f, r.Phases[i].Name, want)
 		}

@@ -43,7 +43,8 @@ func serverBlock(r *results.Results) []coordBlock {
 }
 
 // networkBlock says, per phase, what the network fabric lost that no link
-// declared; nothing where no phase was counted (no shaper).
+// declared and how late the shaper was; nothing where no phase was
+// counted (no shaper).
 func networkBlock(r *results.Results) []coordBlock {
 	var fs []field
 	for _, p := range r.Phases {
@@ -61,6 +62,10 @@ func networkBlock(r *results.Results) []coordBlock {
 		}
 		if *d > 0 {
 			v += ": the shaper fell behind, and each was a retransmission"
+		}
+		if l := p.NetworkLate; l != nil {
+			v += fmt.Sprintf("; it handed on the %d packets it held %.3f ms (p50), %.3f ms (p99) and at most %.3f ms after their due time",
+				l.Packets, l.P50MS, l.P99MS, l.MaxMS)
 		}
 		fs = append(fs, field{p.Name, v})
 	}

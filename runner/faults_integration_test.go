@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/coordlab/scenario/dsl"
+	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/faults"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/plan"
@@ -75,7 +76,26 @@ func runScenarioWith(t *testing.T, src string, opts Options) *results.Results {
 	if c := res.Correctness; c == nil || c.Linearizable == nil || !*c.Linearizable || c.LostWrites == nil || *c.LostWrites != 0 {
 		t.Errorf("correctness: %+v", c)
 	}
+	checkShaperReads(t, res, out)
 	return res
+}
+
+// checkShaperReads checks that a run through the shaper saved its check of
+// its own reads, made at teardown, in results.json, and that the shaper
+// lost no frame.
+func checkShaperReads(t *testing.T, res *results.Results, out string) {
+	t.Helper()
+	if res.Backend["network"] != "namespaces" || res.Backend["shaper"] == fabric.KernelBackend {
+		return
+	}
+	saved, err := results.Read(filepath.Join(out, results.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := saved.Notes[results.NoteShaperReads]
+	if !strings.HasPrefix(note, "the shaper read all ") || note != res.Notes[results.NoteShaperReads] {
+		t.Errorf("results.json's note on the shaper's reads %q (returned %q), want that it read all its devices handed it", note, res.Notes[results.NoteShaperReads])
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -4,19 +4,25 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/coordlab/scenario/fabric/shaper"
 	"github.com/coordlab/scenario/internal/results"
 )
 
-// netCounter is what netCounts samples: the frames the shaper read and
-// the frames the network lost that no link declared, so far
-// (fabric.Fabric's Frames and Drops).
+// netCounter is what netCounts samples: the frames the shaper read, the
+// frames the network lost that no link declared, and how late the shaper
+// handed on the packets it held, so far (fabric.Fabric's Frames, Drops
+// and Lateness).
 type netCounter interface {
 	Frames() uint64
 	Drops() (uint64, error)
+	Lateness() *shaper.Lateness
 }
 
 // netCount is one sample of a netCounter.
-type netCount struct{ frames, drops uint64 }
+type netCount struct {
+	frames, drops uint64
+	late          *shaper.Lateness
+}
 
 // netCounts samples the fabric's counters at each phase's start and end,
 // so that each phase gets its own counts. A sample is taken on a goroutine
@@ -39,7 +45,7 @@ func newNetCounts(src netCounter, log *slog.Logger) *netCounts {
 // sample reads the counts as phase starts (end false) or ends.
 func (d *netCounts) sample(phase string, end bool) {
 	d.wg.Go(func() {
-		frames := d.src.Frames()
+		frames, late := d.src.Frames(), d.src.Lateness()
 		drops, err := d.src.Drops()
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -50,7 +56,7 @@ func (d *netCounts) sample(phase string, end bool) {
 			d.failed = true
 			return
 		}
-		c := netCount{frames: frames, drops: drops}
+		c := netCount{frames: frames, drops: drops, late: late}
 		if end {
 			d.end[phase] = c
 		} else {
@@ -59,9 +65,9 @@ func (d *netCounts) sample(phase string, end bool) {
 	})
 }
 
-// fill waits for the samples, then sets each phase's NetworkFrames and
-// NetworkDrops where both its samples were read (a phase cut short by an
-// abort has no end), and the run's, their sums.
+// fill waits for the samples, then sets each phase's NetworkFrames,
+// NetworkDrops and NetworkLate where both its samples were read (a phase
+// cut short by an abort has no end), and the run's, over those phases.
 func (d *netCounts) fill(res *results.Results) {
 	d.wg.Wait()
 	d.mu.Lock()
@@ -70,6 +76,7 @@ func (d *netCounts) fill(res *results.Results) {
 		return
 	}
 	var frames, drops int64
+	var late shaper.Lateness
 	counted := false
 	for i := range res.Phases {
 		p := &res.Phases[i]
@@ -82,11 +89,24 @@ func (d *netCounts) fill(res *results.Results) {
 		// run) would read as none rather than as a huge count.
 		f, n := int64(max(e.frames, s.frames)-s.frames), int64(max(e.drops, s.drops)-s.drops)
 		p.NetworkFrames, p.NetworkDrops = &f, &n
+		l := e.late.Since(s.late)
+		p.NetworkLate = networkLate(l)
 		frames += f
 		drops += n
+		late.Add(l)
 		counted = true
 	}
 	if counted {
 		res.Run.NetworkFrames, res.Run.NetworkDrops = &frames, &drops
+		res.Run.NetworkLate = networkLate(&late)
 	}
+}
+
+// networkLate summarises l for results.json; nil when it counts no packet.
+func networkLate(l *shaper.Lateness) *results.NetworkLate {
+	n, p50, p99, maxLate := l.Summary()
+	if n == 0 {
+		return nil
+	}
+	return &results.NetworkLate{Packets: int64(n), P50MS: results.MS(p50), P99MS: results.MS(p99), MaxMS: results.MS(maxLate)}
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
+	"github.com/coordlab/scenario/fabric/shaper"
 	"github.com/coordlab/scenario/internal/results"
 )
 
@@ -20,6 +22,13 @@ func (c *counts) Frames() uint64 {
 		return 0
 	}
 	return c.n[0].frames
+}
+
+func (c *counts) Lateness() *shaper.Lateness {
+	if c.err != nil || c.n[0].late == nil {
+		return &shaper.Lateness{}
+	}
+	return c.n[0].late
 }
 
 func (c *counts) Drops() (uint64, error) {
@@ -45,11 +54,11 @@ func TestNetCountsFill(t *testing.T) {
 		samples []sample
 		want    map[string]want // by phase; "run" for the run; absent: nil
 	}{
-		{"two phases", &counts{n: []netCount{{100, 5}, {1100, 9}, {1100, 9}, {4100, 30}}}, []sample{a, aEnd, b, bEnd},
+		{"two phases", &counts{n: []netCount{{100, 5, nil}, {1100, 9, nil}, {1100, 9, nil}, {4100, 30, nil}}}, []sample{a, aEnd, b, bEnd},
 			map[string]want{"a": {1000, 4}, "b": {3000, 21}, "run": {4000, 25}}},
-		{"a phase cut short has none", &counts{n: []netCount{{100, 5}, {600, 9}, {600, 9}}}, []sample{a, aEnd, b},
+		{"a phase cut short has none", &counts{n: []netCount{{100, 5, nil}, {600, 9, nil}, {600, 9, nil}}}, []sample{a, aEnd, b},
 			map[string]want{"a": {500, 4}, "run": {500, 4}}},
-		{"no complete phase, no run figure", &counts{n: []netCount{{100, 5}}}, []sample{a}, map[string]want{}},
+		{"no complete phase, no run figure", &counts{n: []netCount{{100, 5, nil}}}, []sample{a}, map[string]want{}},
 		{"unreadable counters: nothing", &counts{err: errors.New("gone")}, []sample{a, aEnd, b, bEnd}, map[string]want{}},
 	}
 	for _, tt := range tests {
@@ -63,6 +72,9 @@ func TestNetCountsFill(t *testing.T) {
 			d.fill(res)
 			got := map[string]*results.Phase{"a": &res.Phases[0], "b": &res.Phases[1], "run": &res.Run}
 			for k, p := range got {
+				if p.NetworkLate != nil {
+					t.Errorf("%s: lateness %+v, want none with no packet held", k, p.NetworkLate)
+				}
 				w, ok := tt.want[k]
 				switch {
 				case !ok && (p.NetworkDrops != nil || p.NetworkFrames != nil):
@@ -72,5 +84,48 @@ func TestNetCountsFill(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNetCountsLateness: each phase gets the lateness of the packets
+// handed on between its samples, and the run that of its phases' packets.
+func TestNetCountsLateness(t *testing.T) {
+	late := func(us ...int) *shaper.Lateness {
+		l := &shaper.Lateness{}
+		for _, u := range us {
+			l.Count(time.Duration(u) * time.Microsecond)
+		}
+		return l
+	}
+	// Phase a hands on 100 packets 10 µs late and one 5 ms late; b, 100
+	// packets 40 µs late. Between the phases, 3 packets 9 ms late. The
+	// figures are the middles of the buckets, rounded to the µs.
+	var a, b []int
+	for range 100 {
+		a, b = append(a, 10), append(b, 40)
+	}
+	aEnd := late(append(a, 5000)...)
+	bStart := late(append(a, 5000, 9000, 9000, 9000)...)
+	bEnd := late(append(append(a, 5000, 9000, 9000, 9000), b...)...)
+	src := &counts{n: []netCount{{0, 0, late()}, {10, 0, aEnd}, {10, 0, bStart}, {20, 0, bEnd}}}
+	d := newNetCounts(src, slog.New(slog.DiscardHandler))
+	for i, phase := range []string{"a", "a", "b", "b"} {
+		d.sample(phase, i%2 == 1)
+		d.wg.Wait()
+	}
+	res := &results.Results{Phases: []results.Phase{{Name: "a"}, {Name: "b"}}}
+	d.fill(res)
+	for _, tt := range []struct {
+		name string
+		got  *results.NetworkLate
+		want results.NetworkLate
+	}{
+		{"a", res.Phases[0].NetworkLate, results.NetworkLate{Packets: 101, P50MS: 0.011, P99MS: 0.011, MaxMS: 5.056}},
+		{"b", res.Phases[1].NetworkLate, results.NetworkLate{Packets: 100, P50MS: 0.041, P99MS: 0.041, MaxMS: 0.041}},
+		{"run", res.Run.NetworkLate, results.NetworkLate{Packets: 201, P50MS: 0.041, P99MS: 0.041, MaxMS: 5.056}},
+	} {
+		if tt.got == nil || *tt.got != tt.want {
+			t.Errorf("%s: lateness %+v, want %+v", tt.name, tt.got, tt.want)
+		}
 	}
 }

@@ -149,6 +149,15 @@ func checkGeoLatency(t *testing.T, res *results.Results, phaseName string) {
 	if f := p.NetworkFrames; f == nil || *f < 2*p.Total.OK || res.Run.NetworkFrames == nil || *res.Run.NetworkFrames < *f {
 		t.Errorf("network frames: phase %v, run %v; want at least 2 a put (%d puts) in the phase, and at least as many in the run", p.NetworkFrames, res.Run.NetworkFrames, p.Total.OK)
 	}
+	// Every pair here has a delay, so the shaper holds every frame it
+	// reads; a phase's two counts differ only by the frames in flight at
+	// its ends. The shaper's wake-ups take tens of µs on a quiet machine.
+	if l, f := p.NetworkLate, p.NetworkFrames; l == nil || f == nil || float64(l.Packets) < 0.9*float64(*f)-100 || float64(l.Packets) > 1.1*float64(*f)+100 ||
+		l.P50MS > 2 || l.P50MS > l.P99MS || l.P99MS > l.MaxMS || res.Run.NetworkLate == nil {
+		t.Errorf("shaper lateness: phase %+v (frames %v), run %+v; want about one packet held a frame read, p50 under 2 ms, p50 <= p99 <= max", l, f, res.Run.NetworkLate)
+	} else {
+		t.Logf("shaper lateness over the phase: %+v", *l)
+	}
 	if lat.P50MS < expected || lat.P50MS > expected+slack {
 		t.Errorf("put p50 %.1f ms, want between %.0f and %.0f ms (the floor, plus the larger of 25 ms and 10%%, plus the fsync p99)", lat.P50MS, expected, expected+slack)
 	}

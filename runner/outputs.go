@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/internal/results"
 )
 
@@ -52,4 +55,33 @@ func (x *execution) writeOutputs(res *results.Results) error {
 		return fmt.Errorf("write JUnit report: %w", err)
 	}
 	return f.Close()
+}
+
+// noteReads adds the shaper's check of its own reads, which can only run
+// once the shaper has stopped at teardown, to res and to the results.json
+// written before it; nothing where it did not run or no results were
+// written.
+func (x *execution) noteReads(res *results.Results, rc fabric.ReadCheck) error {
+	if res == nil || !rc.Checked || x.opts.OutDir == "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(x.opts.OutDir, results.FileName)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if res.Notes == nil {
+		res.Notes = map[string]string{}
+	}
+	res.Notes[results.NoteShaperReads] = readsNote(rc)
+	if err := results.Write(x.opts.OutDir, res); err != nil {
+		return fmt.Errorf("write results with the shaper's check of its reads: %w", err)
+	}
+	return nil
+}
+
+// readsNote says what the shaper's check of its own reads found.
+func readsNote(rc fabric.ReadCheck) string {
+	if rc.Lost == 0 {
+		return fmt.Sprintf("the shaper read all %d frames its devices handed it", rc.Frames)
+	}
+	return fmt.Sprintf("the shaper lost %d of the %d frames its devices handed it after reading them (a bug in scenario): TCP retransmitted them, and the latencies measured carry it", rc.Lost, rc.Frames)
 }

@@ -355,8 +355,12 @@ func (x *execution) run(ctx context.Context) (res *results.Results, err error) {
 			if cerr := x.fab.Close(tctx); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("teardown of run %s: network: %w", x.proc.ID(), cerr))
 			}
-			if lost, _ := x.fab.ReadsLost(); lost > 0 {
-				fmt.Fprintf(x.opts.Progress, "warning: the network shaper lost %d frames after reading them (a bug in scenario; the log names each host): TCP retransmitted them, and the latencies measured carry it\n", lost)
+			rc := x.fab.Reads()
+			if rc.Lost > 0 {
+				fmt.Fprintf(x.opts.Progress, "warning: the network shaper lost %d frames after reading them (a bug in scenario; the log names each host): TCP retransmitted them, and the latencies measured carry it\n", rc.Lost)
+			}
+			if werr := x.noteReads(res, rc); werr != nil {
+				err = errors.Join(err, werr)
 			}
 		}
 		if x.opts.Keep {

@@ -75,10 +75,28 @@ func TestDelay(t *testing.T) {
 	if st := tn.pair(0, 1); st.Forwarded != n || st.Scheduled != n || st.Queued != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	// The reverse direction is not shaped.
+	// The router's snapshot counts what the pair's scheduler did. It
+	// never makes packets later than the receiver found them: each is
+	// timed before it is handed to its device.
+	first := tn.r.Lateness()
+	if got, p50, _, _ := first.Summary(); got != n || p50 > s.p50-delay+(s.p50-delay)/32+time.Microsecond {
+		t.Errorf("router's lateness: %d packets, p50 %v; want %d, and at most the %v the receiver saw past the delay", got, p50, n, s.p50-delay)
+	}
+	// The reverse direction is not shaped: no packet scheduled.
 	sent = tn.send(1, 0, 10, 200, 0)
 	if s := summarize(delays(t, sent, tn.recv(t, 0, 10, time.Second))); s.max > 5*time.Millisecond {
 		t.Errorf("reverse direction delayed %v", s.max)
+	}
+	if got, _, _, _ := tn.r.Lateness().Since(first).Summary(); got != 0 {
+		t.Errorf("%d packets scheduled after the shaped ones, want 0", got)
+	}
+	// An interval counts its own packets only.
+	const more = 50
+	tn.send(0, 1, more, 200, 1000)
+	tn.recv(t, 1, more, 5*time.Second)
+	waitFor(t, time.Second, "stats settled", func() bool { return tn.pair(0, 1).Forwarded == n+more })
+	if got, _, _, _ := tn.r.Lateness().Since(first).Summary(); got != more {
+		t.Errorf("%d packets scheduled since the snapshot, want %d", got, more)
 	}
 }
 

@@ -158,3 +158,42 @@ func TestNetworkDrops(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkLate: the shaper's lateness is a metric where it was
+// measured; the summary puts its median beside the write floor's excess,
+// and names the phase whose p99 reached a millisecond, only that one.
+func TestNetworkLate(t *testing.T) {
+	r := sample()
+	r.Phases[0].NetworkLate = &NetworkLate{Packets: 9000, P50MS: 0.061, P99MS: 0.35, MaxMS: 2.1}
+	r.Phases[0].WriteFloor = &WriteFloor{Leader: 1, FloorMS: 81, ExcessPct: Ptr(3.9), FsyncP50MS: Ptr(1.2)}
+	r.Phases[1].NetworkLate = &NetworkLate{Packets: 51000, P50MS: 0.2, P99MS: 4.6, MaxMS: 18.5}
+	r.Run.NetworkLate = &NetworkLate{Packets: 60000, P50MS: 0.1, P99MS: 4.1, MaxMS: 18.5}
+	m := r.Metrics()
+	for path, want := range map[string]float64{
+		"phase.steady.network_late_p99_ms": 0.35, "phase.steady.network_late_max_ms": 2.1,
+		"phase.failover.network_late_p99_ms": 4.6, "run.network_late_max_ms": 18.5,
+	} {
+		if got, ok := m[path].(float64); !ok || got != want {
+			t.Errorf("%s = %v, want %v", path, m[path], want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"put p50 +3.9% above it (store fsync p50 1.20 ms, shaper late p50 61 µs a packet)",
+		"the shaper handed on 1% of 51000 packets over 4.60 ms after their due time (the latest 18.5 ms late)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "after their due time"); n != 1 {
+		t.Errorf("the summary names the shaper's lateness %d times, want once (the phase at 4.6 ms):\n%s", n, out)
+	}
+	if _, ok := sample().Metrics()["run.network_late_p99_ms"]; ok {
+		t.Error("run.network_late_p99_ms present in a run without a shaper")
+	}
+}

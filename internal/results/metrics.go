@@ -23,6 +23,7 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.steal_share, cpu_wait_share the runner's machine over the scope (Phase.Machine)
 //	<scope>.network_drops              frames the fabric lost that no link declared (Phase.NetworkDrops)
 //	<scope>.network_frames             frames the shaper read (Phase.NetworkFrames)
+//	<scope>.network_late_p99_ms, network_late_max_ms  how late the shaper handed on what it held (Phase.NetworkLate)
 //	run.linearizable, run.lost_writes  the history checker's verdict
 //	run.watch_ok                       every registry's and key watch's checker's verdict
 //	run.workload.<w>.<registry metric> a registry's own figures (plan.RegistryMetrics)
@@ -160,6 +161,10 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	}
 	if f := p.NetworkFrames; f != nil {
 		m[scope+"."+plan.MetricNetworkFrames] = float64(*f)
+	}
+	if l := p.NetworkLate; l != nil {
+		m[scope+"."+plan.MetricNetworkLateP99] = l.P99MS
+		m[scope+"."+plan.MetricNetworkLateMax] = l.MaxMS
 	}
 }
 

@@ -115,6 +115,11 @@ type Results struct {
 // (scenario run --realtime) carries.
 const NoteRealtime = "realtime"
 
+// NoteShaperReads is the note that says whether the network shaper read
+// every frame its devices handed it: its check of itself, made once it has
+// stopped.
+const NoteShaperReads = "shaper_reads"
+
 // SweepValue is one coordinate of a sweep point.
 type SweepValue struct {
 	// Variable is the swept variable's name.
@@ -199,11 +204,29 @@ type Phase struct {
 	// the bypass), against which NetworkDrops is a share. Absent without
 	// a shaper.
 	NetworkFrames *int64 `json:"network_frames,omitempty"`
+	// NetworkLate says how late the shaper handed on the packets it held
+	// over the phase, past the due time their link gave them: each
+	// packet's delay was longer than declared by that much. Absent
+	// without a shaper or when it held no packet.
+	NetworkLate *NetworkLate `json:"network_late,omitempty"`
 	// WriteFloor is the write latency that the declared links allow for
 	// the leader in office, beside the measured put p50; absent when the
 	// network is unshaped, a network fault acts in the phase or the
 	// leader changed in it.
 	WriteFloor *WriteFloor `json:"write_floor,omitempty"`
+}
+
+// NetworkLate summarises how long after its due time the shaper handed
+// each packet it held (a delayed, jittered or rate-limited link's) to its
+// destination: the wake-up latency of its scheduler, which grows when the
+// machine's CPUs are busy. Figures are the middles of histogram buckets
+// about 3% wide (1 µs wide below 64 µs).
+type NetworkLate struct {
+	// Packets counts the packets the shaper held and handed on.
+	Packets int64   `json:"packets"`
+	P50MS   float64 `json:"p50_ms"`
+	P99MS   float64 `json:"p99_ms"`
+	MaxMS   float64 `json:"max_ms"`
 }
 
 // WriteFloor sets a phase's put latency against the network's floor.

@@ -193,10 +193,22 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		if f.ExcessPct != nil {
 			floor += fmt.Sprintf(", put p50 %+.1f%% above it", *f.ExcessPct)
 		}
+		// What the excess is made of, as far as measured.
+		var of []string
 		if f.FsyncP50MS != nil {
-			floor += fmt.Sprintf(" (store fsync p50 %s)", fmtMS(*f.FsyncP50MS))
+			of = append(of, "store fsync p50 "+fmtDuration(*f.FsyncP50MS))
+		}
+		if l := p.NetworkLate; l != nil {
+			of = append(of, "shaper late p50 "+fmtDuration(l.P50MS)+" a packet")
+		}
+		if len(of) > 0 {
+			floor += " (" + strings.Join(of, ", ") + ")"
 		}
 		parts = append(parts, floor)
+	}
+	if l := p.NetworkLate; l != nil && l.P99MS >= lateNetworkMS {
+		parts = append(parts, fmt.Sprintf("the shaper handed on 1%% of %d packets over %s after their due time (the latest %s late): the links were that much slower than declared (a busy machine delays the shaper; see --realtime)",
+			l.Packets, fmtDuration(l.P99MS), fmtDuration(l.MaxMS)))
 	}
 	if r, ok := p.Resources[RunnerNode]; ok {
 		runner := fmt.Sprintf("runner CPU %.0f%% of a core, %.0f MiB", r.CPUMeanPercent, float64(r.RSSMaxBytes)/(1<<20))
@@ -596,6 +608,11 @@ func availability(st *OpStats) *float64 {
 	v := float64(st.OK) / float64(st.Count)
 	return &v
 }
+
+// lateNetworkMS is the shaper lateness p99 from which the summary says
+// so: what the shaper keeps to on a quiet machine (see the README's
+// Benchmarks), and a twentieth of a 20 ms RTT.
+const lateNetworkMS = 1.0
 
 // fmtMS shows a latency with three significant digits, the precision the
 // histograms keep; "-" when there is no value.
