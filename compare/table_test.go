@@ -49,7 +49,7 @@ warning: 3 metric(s) missing from NEW, not compared (--strict fails on them):
   run.get.p90  base 4.00 ms
   run.get.p99  base 8.00 ms
 
-4 regressed, 1 improved, 54 within tolerance, 3 missing from NEW, 0 only in NEW; 190 not gated
+4 regressed, 1 improved, 54 within tolerance, 3 missing from NEW, 0 only in NEW; 196 not gated
 `
 	if got := b.String(); got != want {
 		t.Errorf("WriteText:\n%s\nwant:\n%s", got, want)

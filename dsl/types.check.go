@@ -88,7 +88,7 @@ func opNode(ops []string, into *metricNode) {
 }
 
 // workloadStats are the totals available per workload.
-var workloadStats = []string{plan.StatCount, plan.StatThroughput, plan.StatErrors, plan.StatErrorRate, plan.MetricAvailability, plan.MetricTimeAvail, plan.MetricMaxGap, plan.MetricLateStarts, plan.MetricLateShare}
+var workloadStats = []string{plan.StatCount, plan.StatThroughput, plan.StatErrors, plan.StatErrorRate, plan.MetricAvailability, plan.MetricTimeAvail, plan.MetricMaxGap, plan.MetricLateStarts, plan.MetricLateShare, plan.MetricLateQueued}
 
 // metricTree is every metric a check may read for plan: one subtree per phase
 // (its ops are those of the workloads it loads) and one for the whole run.

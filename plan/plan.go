@@ -502,6 +502,7 @@ const (
 	MetricLeaderUnknown  = "leader_unknown_time" // time no node answered the leader poll, ms
 	MetricLateStarts     = "late_starts"         // open-loop sends that started after their intended time
 	MetricLateShare      = "late_start_share"    // late_starts over the ops counted: how far the offered load fell short
+	MetricLateQueued     = "late_queued"         // of late_starts, those that waited for a client (all were busy); the rest waited for a CPU
 	MetricWriteFloor     = "write_floor"         // the put latency the declared links allow the leader in office, ms
 	MetricFloorExcess    = "floor_excess"        // put p50 over write_floor, minus 1: 0.04 is 4% above the floor
 	MetricStealShare     = "steal_share"         // share of the machine's CPU time its hypervisor withheld
@@ -515,7 +516,7 @@ const (
 
 // PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
 // also aggregated over all ops under the same names).
-var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait, MetricNetworkDrops, MetricNetworkFrames, MetricNetworkLateP99, MetricNetworkLateMax}
+var PhaseStats = []string{StatCount, StatThroughput, StatErrors, StatErrorRate, MetricAvailability, MetricTimeAvail, MetricMaxGap, MetricFailoverTime, MetricLeaderElect, MetricRejoin, MetricElections, MetricNoLeader, MetricLeaderUnknown, MetricLateStarts, MetricLateShare, MetricLateQueued, MetricWriteFloor, MetricFloorExcess, MetricStealShare, MetricCPUWait, MetricRunnerWait, MetricNetworkDrops, MetricNetworkFrames, MetricNetworkLateP99, MetricNetworkLateMax}
 
 // Error classes. Every failed operation falls in exactly one.
 const (

@@ -115,6 +115,7 @@ func combinePhase(names []string, ps []Phase) Phase {
 		out.Total.Errors += p.Total.Errors
 		out.Total.Throughput += p.Total.Throughput
 		out.Total.LateStarts += p.Total.LateStarts
+		out.Total.LateQueued += p.Total.LateQueued
 		for class, n := range p.Total.ErrorsBy {
 			out.Total.ErrorsBy[class] += n
 		}

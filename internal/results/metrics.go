@@ -106,10 +106,12 @@ func (r *Results) Lookup(path string) (any, bool) {
 
 // addLate adds late_starts and late_start_share: the share of the ops
 // counted (sent, and expired in the queue) that an open loop sent more
-// than 1 ms after their intended time, 0 with no ops.
+// than 1 ms after their intended time, 0 with no ops; and late_queued,
+// those of them that waited for a client.
 func addLate(m map[string]any, scope string, o *OpStats) {
 	m[scope+"."+plan.MetricLateStarts] = float64(o.LateStarts)
 	m[scope+"."+plan.MetricLateShare] = o.LateShare()
+	m[scope+"."+plan.MetricLateQueued] = float64(o.LateQueued)
 }
 
 func addPhase(m map[string]any, scope string, p *Phase) {

@@ -313,6 +313,11 @@ type OpStats struct {
 	// LateStarts counts operations sent more than 1 ms after their intended
 	// time (open loop only: the load generator fell behind).
 	LateStarts int64 `json:"late_starts"`
+	// LateQueued counts those of LateStarts that waited for a client:
+	// every one of the workload's clients was busy with an earlier
+	// operation when they came due, so more clients (or a faster store)
+	// would have sent them on time. The rest were late for want of CPU.
+	LateQueued int64 `json:"late_queued"`
 }
 
 // LateShare is LateStarts over Count: the share of the offered load that

@@ -180,12 +180,14 @@ func sameOpt(a, b *float64) bool {
 func TestLateStartShare(t *testing.T) {
 	r := sample()
 	r.Phases[0].Total.LateStarts = 5     // of 100: 5%
+	r.Phases[0].Total.LateQueued = 2     // of those, waited for a client
 	r.Phases[1].Total.LateStarts = 0     // none
 	r.Run.Total = OpStats{LateStarts: 0} // nothing counted: 0, not NaN
 	m := r.Metrics()
 	for path, want := range map[string]float64{
 		"phase.steady.late_start_share":   0.05,
 		"phase.steady.late_starts":        5,
+		"phase.steady.late_queued":        2,
 		"phase.failover.late_start_share": 0,
 		"run.late_start_share":            0,
 	} {
@@ -197,7 +199,7 @@ func TestLateStartShare(t *testing.T) {
 	if err := WriteSummary(&buf, r, false); err != nil {
 		t.Fatal(err)
 	}
-	if want := "late starts 5 (5%): the load generator fell behind the declared rate (with a light load, run --realtime puts it ahead of other tasks)"; !strings.Contains(buf.String(), want) {
+	if want := "late starts 5 (5%): the load generator fell behind the declared rate; 2 waited for a client, every one busy with an earlier request (more clients would have sent them on time), 3 for a CPU (with a light load, run --realtime puts it ahead of other tasks)"; !strings.Contains(buf.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, buf.String())
 	}
 	// A run at real-time priority already did what the hint says.
@@ -211,5 +213,33 @@ func TestLateStartShare(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "--realtime puts") {
 		t.Errorf("summary of a --realtime run suggests --realtime:\n%s", buf.String())
+	}
+}
+
+// TestLateStartCauses: late starts that waited for a client are told apart
+// from those that waited for a CPU, and --realtime is suggested only for
+// the latter, when they pass the mark on their own.
+func TestLateStartCauses(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		o        OpStats
+		realtime bool
+		want     string
+	}{
+		{"all for a CPU", OpStats{Count: 6000, LateStarts: 21}, false,
+			"late starts 21 (0.35%): the load generator fell behind the declared rate (with a light load, run --realtime puts it ahead of other tasks)"},
+		{"all for a client", OpStats{Count: 3000, LateStarts: 1536, LateQueued: 1536}, false,
+			"late starts 1536 (51%): the load generator fell behind the declared rate; 1536 waited for a client, every one busy with an earlier request (more clients would have sent them on time)"},
+		{"both, the CPU's part past the mark", OpStats{Count: 3000, LateStarts: 1536, LateQueued: 1500}, false,
+			"late starts 1536 (51%): the load generator fell behind the declared rate; 1500 waited for a client, every one busy with an earlier request (more clients would have sent them on time), 36 for a CPU (with a light load, run --realtime puts it ahead of other tasks)"},
+		{"both, the CPU's part under the mark", OpStats{Count: 30000, LateStarts: 1510, LateQueued: 1500}, false,
+			"late starts 1510 (5%): the load generator fell behind the declared rate; 1500 waited for a client, every one busy with an earlier request (more clients would have sent them on time), 10 for a CPU"},
+		{"at real-time priority", OpStats{Count: 3000, LateStarts: 1536, LateQueued: 1500}, true,
+			"late starts 1536 (51%): the load generator fell behind the declared rate; 1500 waited for a client, every one busy with an earlier request (more clients would have sent them on time), 36 for a CPU"},
+		{"under the mark", OpStats{Count: 100000, LateStarts: 50, LateQueued: 10}, false, "late starts 50 (0.05%)"},
+	} {
+		if got := lateStarts(&tt.o, tt.realtime); got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
+		}
 	}
 }

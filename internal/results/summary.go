@@ -177,16 +177,7 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		parts = append(parts, "leader unknown "+fmtDuration(p.LeaderUnknownMS)+" (no node answered the leader poll)")
 	}
 	if p.Total.LateStarts > 0 {
-		late := fmt.Sprintf("late starts %d (%.2g%%)", p.Total.LateStarts, 100*p.Total.LateShare())
-		if p.Total.LateShare() >= lateShareShort {
-			late += ": the load generator fell behind the declared rate"
-			if !s.realtime {
-				// Even on an idle machine a woken thread can wait out another
-				// task's slice (README, Known gaps: open-loop late starts).
-				late += " (with a light load, run --realtime puts it ahead of other tasks)"
-			}
-		}
-		parts = append(parts, late)
+		parts = append(parts, lateStarts(&p.Total, s.realtime))
 	}
 	if f := p.WriteFloor; f != nil {
 		floor := fmt.Sprintf("write floor %s with n%d leading", fmtDuration(f.FloorMS), f.Leader)
@@ -607,6 +598,30 @@ func availability(st *OpStats) *float64 {
 	}
 	v := float64(st.OK) / float64(st.Count)
 	return &v
+}
+
+// lateStarts says how many of o's operations went out late and, past
+// lateShareShort, why: waiting for a client (all were busy), or for a CPU.
+func lateStarts(o *OpStats, realtime bool) string {
+	late := fmt.Sprintf("late starts %d (%.2g%%)", o.LateStarts, 100*o.LateShare())
+	if o.LateShare() < lateShareShort {
+		return late
+	}
+	late += ": the load generator fell behind the declared rate"
+	cpu := o.LateStarts - o.LateQueued
+	if o.LateQueued > 0 {
+		late += fmt.Sprintf("; %d waited for a client, every one busy with an earlier request (more clients would have sent them on time)", o.LateQueued)
+		if cpu == 0 {
+			return late
+		}
+		late += fmt.Sprintf(", %d for a CPU", cpu)
+	}
+	if !realtime && float64(cpu) >= lateShareShort*float64(o.Count) {
+		// Even on an idle machine a woken thread can wait out another
+		// task's slice (README, Known gaps: open-loop late starts).
+		late += " (with a light load, run --realtime puts it ahead of other tasks)"
+	}
+	return late
 }
 
 // lateNetworkMS is the shaper lateness p99 from which the summary says

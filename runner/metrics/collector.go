@@ -262,6 +262,9 @@ func (c *Collector) add(s *Sample) {
 		}
 		if s.Start-s.Intended > LateStart {
 			cl.late++
+			if s.Queued {
+				cl.lateQueued++
+			}
 		}
 		if s.Write {
 			c.writes.attempted[p] = true

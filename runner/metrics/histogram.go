@@ -154,13 +154,14 @@ func (t *tally) errorsBy(all bool) map[string]int64 {
 // sum of those.
 type cell struct {
 	tally
-	late           int64
-	corrected, raw latency
+	late, lateQueued int64 // late starts, and those of them that waited for a client
+	corrected, raw   latency
 }
 
 func (c *cell) add(o *cell) {
 	c.tally.add(&o.tally)
 	c.late += o.late
+	c.lateQueued += o.lateQueued
 	c.corrected.merge(&o.corrected)
 	c.raw.merge(&o.raw)
 }
@@ -177,6 +178,7 @@ func (c *cell) opStats(op string, dur time.Duration) results.OpStats {
 		Latency:    c.corrected.stats(),
 		RawLatency: c.raw.stats(),
 		LateStarts: c.late,
+		LateQueued: c.lateQueued,
 	}
 	if s.Count > 0 {
 		s.ErrorRate = float64(c.errs) / float64(s.Count)

@@ -16,6 +16,7 @@ type Sample struct {
 	Class    string        // "" on success, else one of plan.ErrorClasses
 	Write    bool          // the op writes (put, delete, txn)
 	Node     int           // 1-based member that answered, 0 if unknown (stores.Result.Node)
+	Queued   bool          // open loop: when it came due, every client was busy with an earlier op
 }
 
 // Sink receives samples from one worker goroutine. A Sink is not safe for

@@ -54,23 +54,26 @@ func (b *backlog) unpark(n int) {
 
 // take returns the next due arrival, parking until there is one; ok is false
 // once the backlog is closed and empty. expired reports that the arrival's
-// drain cutoff has passed, so it must be recorded, not sent.
-func (b *backlog) take() (k int64, expired, ok bool) {
+// drain cutoff has passed, so it must be recorded, not sent. parked reports
+// that the worker had to wait for it: it was idle when the arrival was
+// released.
+func (b *backlog) take() (k int64, expired, parked, ok bool) {
 	for {
 		b.mu.Lock()
 		if b.claimed < b.released {
 			k, expired = b.claimed, b.expire
 			b.claimed++
 			b.mu.Unlock()
-			return k, expired, true
+			return k, expired, parked, true
 		}
 		if b.closed {
 			b.mu.Unlock()
-			return 0, false, false
+			return 0, false, parked, false
 		}
 		b.idle++
 		b.mu.Unlock()
 		<-b.wake
+		parked = true
 	}
 }
 

@@ -38,7 +38,7 @@ func BenchmarkDispatcher(b *testing.B) {
 	for b.Loop() {
 		s.Next()
 		q.release(1, 0)
-		k, _, _ := q.take()
+		k, _, _, _ := q.take()
 		s.At(k)
 	}
 }

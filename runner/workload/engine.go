@@ -48,6 +48,7 @@ type Stats struct {
 	Sent       int64 // operations handed to the store
 	Failed     int64 // of those, how many came back with an error
 	LateStarts int64 // open loop: sent more than the late threshold after their due time
+	LateQueued int64 // of those, how many waited for a client: every worker was busy when they came due
 	MaxQueue   int64 // open loop: most due requests waiting at once for a busy worker
 	Expired    int64 // open loop: still queued at the drain cutoff; recorded as timeouts, never sent
 	Dropped    int64 // open loop: due but unsent when ctx was cancelled; not recorded
@@ -58,6 +59,7 @@ func (s *Stats) add(o Stats) {
 	s.Sent += o.Sent
 	s.Failed += o.Failed
 	s.LateStarts += o.LateStarts
+	s.LateQueued += o.LateQueued
 	s.Expired += o.Expired
 }
 
@@ -185,7 +187,7 @@ func (e *Engine) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) 
 		st, err = e.runOpen(ctx, sl, l, start)
 	}
 	e.opts.log.Debug("load done", "workload", e.spec.Name, "mode", l.Mode, "sent", st.Sent, "failed", st.Failed,
-		"late_starts", st.LateStarts, "max_queue", st.MaxQueue, "workers", st.Workers)
+		"late_starts", st.LateStarts, "late_queued", st.LateQueued, "max_queue", st.MaxQueue, "workers", st.Workers)
 	if st.Expired > 0 {
 		e.opts.log.Warn("requests still queued at the drain cutoff were recorded as timeouts",
 			"workload", e.spec.Name, "expired", st.Expired)
@@ -251,9 +253,10 @@ func (e *Engine) newWorker(opCtx context.Context, wd *watchdog) *worker {
 	return w
 }
 
-// send draws the next op, sends it and records it. intended < 0 means closed
-// loop: the op was due when it was sent.
-func (w *worker) send(intended time.Duration) {
+// send draws the next op, sends it and records it, and returns when it
+// returned. intended < 0 means closed loop: the op was due when it was
+// sent. queued says it waited for a client (metrics.Sample.Queued).
+func (w *worker) send(intended time.Duration, queued bool) time.Duration {
 	e := w.e
 	op := w.gen.NextOp()
 	op.Client = w.gen.id
@@ -265,13 +268,16 @@ func (w *worker) send(intended time.Duration) {
 		intended = start
 	} else if start-intended > e.opts.late {
 		w.st.LateStarts++
+		if queued {
+			w.st.LateQueued++
+		}
 	}
 	w.st.Sent++
 	if class != "" {
 		w.st.Failed++
 	}
 	write := isWrite(op.Kind)
-	w.sink.Record(metrics.Sample{Workload: e.spec.Name, Op: op.Kind, Intended: intended, Start: start, End: end, Class: class, Write: write, Node: res.Node})
+	w.sink.Record(metrics.Sample{Workload: e.spec.Name, Op: op.Kind, Intended: intended, Start: start, End: end, Class: class, Write: write, Node: res.Node, Queued: queued})
 	if h := e.opts.history; h != nil {
 		v := op.Value
 		if op.Kind == plan.OpGet {
@@ -279,6 +285,7 @@ func (w *worker) send(intended time.Duration) {
 		}
 		h(HistoryOp{ClientID: w.gen.id, Op: op.Kind, Key: op.Key, Value: v, Found: res.Found, Call: start, Return: end, Class: class})
 	}
+	return end
 }
 
 // expire records a request that was never sent because it was still queued
@@ -325,7 +332,7 @@ func (e *Engine) runClosed(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadS
 					if e.now() >= end {
 						return
 					}
-					w.send(-1)
+					w.send(-1, false)
 				}
 			})
 		}
@@ -382,17 +389,22 @@ func (e *Engine) runOpen(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadSpe
 		w := e.newWorker(opCtx, wd)
 		all = append(all, w)
 		wg.Go(func() {
+			var lastEnd time.Duration // when this worker's previous op returned
 			for {
-				k, expired, ok := q.take()
+				k, expired, parked, ok := q.take()
 				if !ok {
 					return
 				}
 				due, _ := table.At(k)
+				due += start
 				if expired {
-					w.expire(start + due)
-				} else {
-					w.send(start + due)
+					w.expire(due)
+					continue
 				}
+				// Taken straight after an op that returned after it came
+				// due: it waited in the queue while this worker, and every
+				// other (an idle one would have been woken for it), was busy.
+				lastEnd = w.send(due, !parked && lastEnd > due)
 			}
 		})
 	}

@@ -279,6 +279,22 @@ func TestOpenLoopCorrectsForStalls(t *testing.T) {
 	if st.MaxQueue < 20 || st.LateStarts < 20 || st.Workers != 2 {
 		t.Errorf("stats %+v, want MaxQueue and LateStarts about 48, Workers 2", st)
 	}
+	// Requests due during the stall waited for a client, both being stuck
+	// in the store; before it, a client was always free. A busy machine may
+	// queue a few elsewhere, and make others late for want of a CPU.
+	during, outside := 0, 0
+	for _, s := range samples {
+		switch {
+		case !s.Queued:
+		case s.Intended >= 300*time.Millisecond && s.Intended < 800*time.Millisecond:
+			during++
+		case s.Intended < 290*time.Millisecond || s.Intended > 1200*time.Millisecond:
+			outside++
+		}
+	}
+	if during < 40 || outside > 3 || st.LateQueued < 40 || st.LateQueued > st.LateStarts {
+		t.Errorf("stats %+v: %d requests due in the stall waited for a client, %d far from it; want about 48 and none, and late starts that waited for a client about 48", st, during, outside)
+	}
 }
 
 func TestOpenLoopExpiresBacklogAtCutoff(t *testing.T) {
