@@ -193,6 +193,18 @@ func TestNetworkLate(t *testing.T) {
 	if n := strings.Count(out, "after their due time"); n != 1 {
 		t.Errorf("the summary names the shaper's lateness %d times, want once (the phase at 4.6 ms):\n%s", n, out)
 	}
+	if !strings.Contains(out, "(a busy machine delays the shaper; see --realtime)") {
+		t.Errorf("summary of a run without --realtime does not point at it:\n%s", out)
+	}
+	// A run at real-time priority already did what the pointer says.
+	r.Notes = map[string]string{NoteRealtime: "the runner's threads ran at real-time priority"}
+	buf.Reset()
+	if err := WriteSummary(&buf, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "(a busy machine delays the shaper)") {
+		t.Errorf("summary of a --realtime run:\n%s", out)
+	}
 	if _, ok := sample().Metrics()["run.network_late_p99_ms"]; ok {
 		t.Error("run.network_late_p99_ms present in a run without a shaper")
 	}

@@ -198,8 +198,12 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		parts = append(parts, floor)
 	}
 	if l := p.NetworkLate; l != nil && l.P99MS >= lateNetworkMS {
-		parts = append(parts, fmt.Sprintf("the shaper handed on 1%% of %d packets over %s after their due time (the latest %s late): the links were that much slower than declared (a busy machine delays the shaper; see --realtime)",
-			l.Packets, fmtDuration(l.P99MS), fmtDuration(l.MaxMS)))
+		late := fmt.Sprintf("the shaper handed on 1%% of %d packets over %s after their due time (the latest %s late): the links were that much slower than declared (a busy machine delays the shaper",
+			l.Packets, fmtDuration(l.P99MS), fmtDuration(l.MaxMS))
+		if !s.realtime {
+			late += "; see --realtime"
+		}
+		parts = append(parts, late+")")
 	}
 	if r, ok := p.Resources[RunnerNode]; ok {
 		runner := fmt.Sprintf("runner CPU %.0f%% of a core, %.0f MiB", r.CPUMeanPercent, float64(r.RSSMaxBytes)/(1<<20))
