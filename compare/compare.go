@@ -524,16 +524,12 @@ func networkWarnings(base, next *Side) []string {
 // by that much. "" otherwise, and where a run had no shaper.
 func lateShaperWarning(base, next *Side) string {
 	path, b, n, okB, okN := runFigures(base, next, plan.MetricNetworkLateP99)
-	if !okB || !okN || max(b, n) < lateShaperMS || max(b, n) < 2*min(b, n) {
+	if !okB || !okN || max(b, n) < results.LateNetworkMS || max(b, n) < 2*min(b, n) {
 		return ""
 	}
 	return fmt.Sprintf("the %s run's shaper was later: %s %.3g ms in base, %.3g ms in new; its links were slower than declared by about that much, and latency changes may be its doing, not the store's",
 		larger(b, n), path, b, n)
 }
-
-// lateShaperMS is the shaper lateness p99 below which neither run's links
-// are called slow: what the shaper keeps to on a quiet machine.
-const lateShaperMS = 1.0
 
 // runFigures reads run.<metric> of each side (the median over a side's
 // repetitions), and whether each has it.

@@ -197,7 +197,7 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		}
 		parts = append(parts, floor)
 	}
-	if l := p.NetworkLate; l != nil && l.P99MS >= lateNetworkMS {
+	if l := p.NetworkLate; l != nil && l.P99MS >= LateNetworkMS {
 		late := fmt.Sprintf("the shaper handed on 1%% of %d packets over %s after their due time (the latest %s late): the links were that much slower than declared (a busy machine delays the shaper",
 			l.Packets, fmtDuration(l.P99MS), fmtDuration(l.MaxMS))
 		if !s.realtime {
@@ -628,10 +628,11 @@ func lateStarts(o *OpStats, realtime bool) string {
 	return late
 }
 
-// lateNetworkMS is the shaper lateness p99 from which the summary says
-// so: what the shaper keeps to on a quiet machine (see the README's
-// Benchmarks), and a twentieth of a 20 ms RTT.
-const lateNetworkMS = 1.0
+// LateNetworkMS is the shaper lateness p99 from which a phase's links are
+// called slower than declared (the summary, compare's warning): what the
+// shaper keeps to on a quiet machine (see the README's Benchmarks), and a
+// twentieth of a 20 ms RTT.
+const LateNetworkMS = 1.0
 
 // fmtMS shows a latency with three significant digits, the precision the
 // histograms keep; "-" when there is no value.
