@@ -400,14 +400,19 @@ func (f *Fabric) Stats() map[string]shaper.PairStats {
 	return out
 }
 
-// Lateness snapshots how late the shaper has handed the packets it held
-// to their destination, past the due time their link gave them, so far
-// (see shaper.Lateness). On the kernel reference it counts none.
-func (f *Fabric) Lateness() *shaper.Lateness {
+// Pairs snapshots the shaper's counters of each ordered pair of hosts it
+// has carried a packet of so far, keyed {from, to} by host name, with how
+// late it handed on the packets it held (see shaper.PairCounts). Pairs the
+// kernel carries (the bypass, the kernel reference) are not among them.
+func (f *Fabric) Pairs() map[[2]string]*shaper.PairCounts {
+	out := map[[2]string]*shaper.PairCounts{}
 	if f.router == nil {
-		return &shaper.Lateness{}
+		return out
 	}
-	return f.router.Lateness()
+	for k, v := range f.router.PairCounts() {
+		out[[2]string{f.hosts[k[0]].Name, f.hosts[k[1]].Name}] = v
+	}
+	return out
 }
 
 // Drops counts the frames the fabric lost that no link declared, so far:

@@ -541,9 +541,16 @@ func TestNetworkBlock(t *testing.T) {
 	r.Phases[0].NetworkDrops, r.Phases[0].NetworkFrames = results.Ptr(int64(0)), results.Ptr(int64(800))
 	r.Phases[1].NetworkDrops = results.Ptr(int64(12))
 	r.Phases[1].NetworkLate = &results.NetworkLate{Packets: 790, P50MS: 0.061, P99MS: 1.25, MaxMS: 7.5}
+	r.Phases[1].NetworkPairs = []results.NetworkPair{
+		{From: "n1", To: "n2", Packets: 790, Late: r.Phases[1].NetworkLate},
+		{From: "n2", To: "n1", Packets: 950, Lost: 50, Cut: 3, Dropped: 12},
+	}
 	b := networkBlock(r)
-	if len(b) != 1 || len(b[0].Fields) != 2 {
-		t.Fatalf("network block %+v, want one block with a field per phase", b)
+	if len(b) != 1 || len(b[0].Fields) != 3 {
+		t.Fatalf("network block %+v, want one block with a field per phase, and one for the pairs of the phase that has them", b)
+	}
+	if f, want := b[0].Fields[2], "n1>n2 790 packets, late p50 0.061 ms, p99 1.250 ms; n2>n1 950 packets, lost 50 (5.00%) to the link's loss, 3 cut, 12 dropped that no link declared"; f.Name != r.Phases[1].Name+", by pair" || f.Value != want {
+		t.Errorf("pairs field = %+v, want %q", f, want)
 	}
 	if strings.Contains(b[0].Fields[0].Value, "due time") {
 		t.Errorf("field 0 = %+v: a lateness where none was measured", b[0].Fields[0])

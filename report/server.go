@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -68,11 +69,39 @@ func networkBlock(r *results.Results) []coordBlock {
 				l.Packets, l.P50MS, l.P99MS, l.MaxMS)
 		}
 		fs = append(fs, field{p.Name, v})
+		if len(p.NetworkPairs) > 0 {
+			fs = append(fs, field{p.Name + ", by pair", pairsText(p.NetworkPairs)})
+		}
 	}
 	if len(fs) == 0 {
 		return nil
 	}
 	return []coordBlock{{Title: "The network", Fields: fs}}
+}
+
+// pairsText says, pair by pair, what the shaper handed on, what each
+// link's declared loss and cuts dropped (with the loss as a share, to set
+// beside the declared one), what it dropped that no link declared, and
+// how late it was.
+func pairsText(pairs []results.NetworkPair) string {
+	parts := make([]string, 0, len(pairs))
+	for _, pr := range pairs {
+		v := fmt.Sprintf("%s>%s %d packets", pr.From, pr.To, pr.Packets)
+		if pr.Lost > 0 {
+			v += fmt.Sprintf(", lost %d (%.2f%%) to the link's loss", pr.Lost, 100*float64(pr.Lost)/float64(pr.Lost+pr.Packets))
+		}
+		if pr.Cut > 0 {
+			v += fmt.Sprintf(", %d cut", pr.Cut)
+		}
+		if pr.Dropped > 0 {
+			v += fmt.Sprintf(", %d dropped that no link declared", pr.Dropped)
+		}
+		if l := pr.Late; l != nil {
+			v += fmt.Sprintf(", late p50 %.3f ms, p99 %.3f ms", l.P50MS, l.P99MS)
+		}
+		parts = append(parts, v)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // serverFigure charts, per phase, the store's own durations: a

@@ -96,6 +96,15 @@ func checkShaperReads(t *testing.T, res *results.Results, out string) {
 	if !strings.HasPrefix(note, "the shaper read all ") || note != res.Notes[results.NoteShaperReads] {
 		t.Errorf("results.json's note on the shaper's reads %q (returned %q), want that it read all its devices handed it", note, res.Notes[results.NoteShaperReads])
 	}
+	// junit.xml, written with results.json before the teardown, is
+	// written again with it.
+	junit, err := os.ReadFile(filepath.Join(out, JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(junit), `name="note.`+results.NoteShaperReads+`" value="the shaper read all `) {
+		t.Errorf("junit.xml lacks the note on the shaper's reads:\n%s", junit)
+	}
 }
 
 type testWriter struct{ t *testing.T }

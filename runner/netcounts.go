@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"cmp"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/coordlab/scenario/fabric/shaper"
@@ -9,19 +11,19 @@ import (
 )
 
 // netCounter is what netCounts samples: the frames the shaper read, the
-// frames the network lost that no link declared, and how late the shaper
-// handed on the packets it held, so far (fabric.Fabric's Frames, Drops
-// and Lateness).
+// frames the network lost that no link declared, and each pair's
+// counters with how late the shaper handed on the packets it held, so far
+// (fabric.Fabric's Frames, Drops and Pairs).
 type netCounter interface {
 	Frames() uint64
 	Drops() (uint64, error)
-	Lateness() *shaper.Lateness
+	Pairs() map[[2]string]*shaper.PairCounts
 }
 
 // netCount is one sample of a netCounter.
 type netCount struct {
 	frames, drops uint64
-	late          *shaper.Lateness
+	pairs         map[[2]string]*shaper.PairCounts
 }
 
 // netCounts samples the fabric's counters at each phase's start and end,
@@ -45,7 +47,7 @@ func newNetCounts(src netCounter, log *slog.Logger) *netCounts {
 // sample reads the counts as phase starts (end false) or ends.
 func (d *netCounts) sample(phase string, end bool) {
 	d.wg.Go(func() {
-		frames, late := d.src.Frames(), d.src.Lateness()
+		frames, pairs := d.src.Frames(), d.src.Pairs()
 		drops, err := d.src.Drops()
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -56,7 +58,7 @@ func (d *netCounts) sample(phase string, end bool) {
 			d.failed = true
 			return
 		}
-		c := netCount{frames: frames, drops: drops, late: late}
+		c := netCount{frames: frames, drops: drops, pairs: pairs}
 		if end {
 			d.end[phase] = c
 		} else {
@@ -66,8 +68,9 @@ func (d *netCounts) sample(phase string, end bool) {
 }
 
 // fill waits for the samples, then sets each phase's NetworkFrames,
-// NetworkDrops and NetworkLate where both its samples were read (a phase
-// cut short by an abort has no end), and the run's, over those phases.
+// NetworkDrops, NetworkLate and NetworkPairs where both its samples were
+// read (a phase cut short by an abort has no end), and the run's, over
+// those phases.
 func (d *netCounts) fill(res *results.Results) {
 	d.wg.Wait()
 	d.mu.Lock()
@@ -76,7 +79,7 @@ func (d *netCounts) fill(res *results.Results) {
 		return
 	}
 	var frames, drops int64
-	var late shaper.Lateness
+	run := map[[2]string]*shaper.PairCounts{}
 	counted := false
 	for i := range res.Phases {
 		p := &res.Phases[i]
@@ -89,17 +92,49 @@ func (d *netCounts) fill(res *results.Results) {
 		// run) would read as none rather than as a huge count.
 		f, n := int64(max(e.frames, s.frames)-s.frames), int64(max(e.drops, s.drops)-s.drops)
 		p.NetworkFrames, p.NetworkDrops = &f, &n
-		l := e.late.Since(s.late)
-		p.NetworkLate = networkLate(l)
+		pairs := map[[2]string]*shaper.PairCounts{}
+		for k, c := range e.pairs {
+			pairs[k] = c.Since(s.pairs[k])
+			if run[k] == nil {
+				run[k] = &shaper.PairCounts{}
+			}
+			run[k].Add(pairs[k])
+		}
+		p.NetworkLate, p.NetworkPairs = networkPairs(pairs)
 		frames += f
 		drops += n
-		late.Add(l)
 		counted = true
 	}
 	if counted {
 		res.Run.NetworkFrames, res.Run.NetworkDrops = &frames, &drops
-		res.Run.NetworkLate = networkLate(&late)
+		res.Run.NetworkLate, res.Run.NetworkPairs = networkPairs(run)
 	}
+}
+
+// networkPairs summarises an interval's pair counts for results.json: the
+// lateness over all pairs, and each pair that counted anything, in order
+// of name.
+func networkPairs(pairs map[[2]string]*shaper.PairCounts) (*results.NetworkLate, []results.NetworkPair) {
+	var all shaper.Lateness
+	var out []results.NetworkPair
+	for k, c := range pairs {
+		all.Add(&c.Late)
+		if c.Empty() {
+			continue
+		}
+		out = append(out, results.NetworkPair{
+			From: k[0], To: k[1],
+			Packets: int64(c.Forwarded),
+			Lost:    int64(c.DroppedLoss),
+			Cut:     int64(c.DroppedDown),
+			Dropped: int64(c.DroppedQueue + c.WriteErrors),
+			Late:    networkLate(&c.Late),
+		})
+	}
+	slices.SortFunc(out, func(a, b results.NetworkPair) int {
+		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To))
+	})
+	return networkLate(&all), out
 }
 
 // networkLate summarises l for results.json; nil when it counts no packet.

@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 
@@ -24,11 +26,11 @@ func (c *counts) Frames() uint64 {
 	return c.n[0].frames
 }
 
-func (c *counts) Lateness() *shaper.Lateness {
-	if c.err != nil || c.n[0].late == nil {
-		return &shaper.Lateness{}
+func (c *counts) Pairs() map[[2]string]*shaper.PairCounts {
+	if c.err != nil {
+		return nil
 	}
-	return c.n[0].late
+	return c.n[0].pairs
 }
 
 func (c *counts) Drops() (uint64, error) {
@@ -54,11 +56,11 @@ func TestNetCountsFill(t *testing.T) {
 		samples []sample
 		want    map[string]want // by phase; "run" for the run; absent: nil
 	}{
-		{"two phases", &counts{n: []netCount{{100, 5, nil}, {1100, 9, nil}, {1100, 9, nil}, {4100, 30, nil}}}, []sample{a, aEnd, b, bEnd},
+		{"two phases", &counts{n: []netCount{{frames: 100, drops: 5}, {frames: 1100, drops: 9}, {frames: 1100, drops: 9}, {frames: 4100, drops: 30}}}, []sample{a, aEnd, b, bEnd},
 			map[string]want{"a": {1000, 4}, "b": {3000, 21}, "run": {4000, 25}}},
-		{"a phase cut short has none", &counts{n: []netCount{{100, 5, nil}, {600, 9, nil}, {600, 9, nil}}}, []sample{a, aEnd, b},
+		{"a phase cut short has none", &counts{n: []netCount{{frames: 100, drops: 5}, {frames: 600, drops: 9}, {frames: 600, drops: 9}}}, []sample{a, aEnd, b},
 			map[string]want{"a": {500, 4}, "run": {500, 4}}},
-		{"no complete phase, no run figure", &counts{n: []netCount{{100, 5, nil}}}, []sample{a}, map[string]want{}},
+		{"no complete phase, no run figure", &counts{n: []netCount{{frames: 100, drops: 5}}}, []sample{a}, map[string]want{}},
 		{"unreadable counters: nothing", &counts{err: errors.New("gone")}, []sample{a, aEnd, b, bEnd}, map[string]want{}},
 	}
 	for _, tt := range tests {
@@ -88,26 +90,38 @@ func TestNetCountsFill(t *testing.T) {
 }
 
 // TestNetCountsLateness: each phase gets the lateness of the packets
-// handed on between its samples, and the run that of its phases' packets.
+// handed on between its samples, over all pairs and pair by pair, and the
+// run that of its phases' packets.
 func TestNetCountsLateness(t *testing.T) {
-	late := func(us ...int) *shaper.Lateness {
-		l := &shaper.Lateness{}
+	late := func(us ...int) shaper.Lateness {
+		l := shaper.Lateness{}
 		for _, u := range us {
 			l.Count(time.Duration(u) * time.Microsecond)
 		}
 		return l
 	}
-	// Phase a hands on 100 packets 10 µs late and one 5 ms late; b, 100
-	// packets 40 µs late. Between the phases, 3 packets 9 ms late. The
-	// figures are the middles of the buckets, rounded to the µs.
+	ab, ba := [2]string{"n1", "n2"}, [2]string{"n2", "n1"}
+	// Phase a: n1>n2 hands on 100 packets 10 µs late and one 5 ms late,
+	// and its loss drops 4. Between the phases, 3 packets of n1>n2 9 ms
+	// late. Phase b: n2>n1, first seen, hands on 100 packets 40 µs late
+	// and its cut drops 7; n1>n2 carries nothing more. The figures are
+	// the middles of the buckets, rounded to the µs.
 	var a, b []int
 	for range 100 {
 		a, b = append(a, 10), append(b, 40)
 	}
-	aEnd := late(append(a, 5000)...)
-	bStart := late(append(a, 5000, 9000, 9000, 9000)...)
-	bEnd := late(append(append(a, 5000, 9000, 9000, 9000), b...)...)
-	src := &counts{n: []netCount{{0, 0, late()}, {10, 0, aEnd}, {10, 0, bStart}, {20, 0, bEnd}}}
+	sample := func(frames uint64, pairs map[[2]string]*shaper.PairCounts) netCount {
+		return netCount{frames: frames, pairs: pairs}
+	}
+	abA := &shaper.PairCounts{Forwarded: 101, DroppedLoss: 4, Late: late(append(a, 5000)...)}
+	abB := &shaper.PairCounts{Forwarded: 104, DroppedLoss: 4, Late: late(append(a, 5000, 9000, 9000, 9000)...)}
+	baB := &shaper.PairCounts{Forwarded: 100, DroppedDown: 7, Late: late(b...)}
+	src := &counts{n: []netCount{
+		sample(0, nil),
+		sample(10, map[[2]string]*shaper.PairCounts{ab: abA}),
+		sample(10, map[[2]string]*shaper.PairCounts{ab: abB}),
+		sample(20, map[[2]string]*shaper.PairCounts{ab: abB, ba: baB}),
+	}}
 	d := newNetCounts(src, slog.New(slog.DiscardHandler))
 	for i, phase := range []string{"a", "a", "b", "b"} {
 		d.sample(phase, i%2 == 1)
@@ -115,17 +129,32 @@ func TestNetCountsLateness(t *testing.T) {
 	}
 	res := &results.Results{Phases: []results.Phase{{Name: "a"}, {Name: "b"}}}
 	d.fill(res)
+	lateA := results.NetworkLate{Packets: 101, P50MS: 0.011, P99MS: 0.011, MaxMS: 5.056}
+	lateB := results.NetworkLate{Packets: 100, P50MS: 0.041, P99MS: 0.041, MaxMS: 0.041}
 	for _, tt := range []struct {
-		name string
-		got  *results.NetworkLate
-		want results.NetworkLate
+		name  string
+		got   *results.NetworkLate
+		want  results.NetworkLate
+		pairs []results.NetworkPair
+		want2 []results.NetworkPair
 	}{
-		{"a", res.Phases[0].NetworkLate, results.NetworkLate{Packets: 101, P50MS: 0.011, P99MS: 0.011, MaxMS: 5.056}},
-		{"b", res.Phases[1].NetworkLate, results.NetworkLate{Packets: 100, P50MS: 0.041, P99MS: 0.041, MaxMS: 0.041}},
-		{"run", res.Run.NetworkLate, results.NetworkLate{Packets: 201, P50MS: 0.041, P99MS: 0.041, MaxMS: 5.056}},
+		{"a", res.Phases[0].NetworkLate, lateA, res.Phases[0].NetworkPairs,
+			[]results.NetworkPair{{From: "n1", To: "n2", Packets: 101, Lost: 4, Late: &lateA}}},
+		{"b", res.Phases[1].NetworkLate, lateB, res.Phases[1].NetworkPairs,
+			[]results.NetworkPair{{From: "n2", To: "n1", Packets: 100, Cut: 7, Late: &lateB}}},
+		{"run", res.Run.NetworkLate, results.NetworkLate{Packets: 201, P50MS: 0.041, P99MS: 0.041, MaxMS: 5.056}, res.Run.NetworkPairs,
+			[]results.NetworkPair{{From: "n1", To: "n2", Packets: 101, Lost: 4, Late: &lateA}, {From: "n2", To: "n1", Packets: 100, Cut: 7, Late: &lateB}}},
 	} {
 		if tt.got == nil || *tt.got != tt.want {
 			t.Errorf("%s: lateness %+v, want %+v", tt.name, tt.got, tt.want)
 		}
+		if !reflect.DeepEqual(tt.pairs, tt.want2) {
+			t.Errorf("%s: pairs %s, want %s", tt.name, jsonOf(tt.pairs), jsonOf(tt.want2))
+		}
 	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

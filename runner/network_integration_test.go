@@ -157,6 +157,7 @@ func checkGeoLatency(t *testing.T, res *results.Results, phaseName string) {
 		t.Errorf("shaper lateness: phase %+v (frames %v), run %+v; want about one packet held a frame read, p50 under 2 ms, p50 <= p99 <= max", l, f, res.Run.NetworkLate)
 	} else {
 		t.Logf("shaper lateness over the phase: %+v", *l)
+		checkPairsLate(t, p)
 	}
 	if lat.P50MS < expected || lat.P50MS > expected+slack {
 		t.Errorf("put p50 %.1f ms, want between %.0f and %.0f ms (the floor, plus the larger of 25 ms and 10%%, plus the fsync p99)", lat.P50MS, expected, expected+slack)
@@ -220,4 +221,23 @@ func fmtOpt(v *float64) string {
 		return "none"
 	}
 	return strconv.FormatFloat(*v, 'g', 6, 64)
+}
+
+// checkPairsLate requires a phase's per-pair figures to add up to its
+// lateness, for a network where every pair has a delay: each pair holds
+// every packet it hands on, and nothing is dropped.
+func checkPairsLate(t *testing.T, p *results.Phase) {
+	t.Helper()
+	var held int64
+	for _, pr := range p.NetworkPairs {
+		if pr.From == pr.To || pr.Late == nil || pr.Late.Packets != pr.Packets || pr.Lost+pr.Cut+pr.Dropped != 0 ||
+			pr.Late.P50MS > pr.Late.P99MS || pr.Late.P99MS > pr.Late.MaxMS || pr.Late.MaxMS > p.NetworkLate.MaxMS {
+			t.Errorf("pair %+v (late %+v): want every packet held, none dropped, p50 <= p99 <= max <= the phase's %v ms", pr, pr.Late, p.NetworkLate.MaxMS)
+			continue
+		}
+		held += pr.Late.Packets
+	}
+	if len(p.NetworkPairs) < 6 || held != p.NetworkLate.Packets {
+		t.Errorf("%d pairs holding %d packets, want at least the members' 6 pairs, holding the phase's %d", len(p.NetworkPairs), held, p.NetworkLate.Packets)
+	}
 }

@@ -31,6 +31,13 @@ func (x *execution) writeOutputs(res *results.Results) error {
 			return fmt.Errorf("write interval logs: %w", err)
 		}
 	}
+	return x.writeResults(res, hlogDir)
+}
+
+// writeResults draws the report (with Options.Report), then writes
+// results.json and junit.xml into OutDir, which exists.
+func (x *execution) writeResults(res *results.Results, hlogDir string) error {
+	dir := x.opts.OutDir
 	// The report is drawn before results.json is written so that a failure
 	// to draw it is noted there; the report is a convenience, and never
 	// fails a run whose numbers are sound.
@@ -58,9 +65,9 @@ func (x *execution) writeOutputs(res *results.Results) error {
 }
 
 // noteReads adds the shaper's check of its own reads, which can only run
-// once the shaper has stopped at teardown, to res and to the results.json
-// written before it; nothing where it did not run or no results were
-// written.
+// once the shaper has stopped at teardown, to res and to the results.json,
+// junit.xml and report written before it; nothing where it did not run or
+// no results were written.
 func (x *execution) noteReads(res *results.Results, rc fabric.ReadCheck) error {
 	if res == nil || !rc.Checked || x.opts.OutDir == "" {
 		return nil
@@ -72,7 +79,7 @@ func (x *execution) noteReads(res *results.Results, rc fabric.ReadCheck) error {
 		res.Notes = map[string]string{}
 	}
 	res.Notes[results.NoteShaperReads] = readsNote(rc)
-	if err := results.Write(x.opts.OutDir, res); err != nil {
+	if err := x.writeResults(res, filepath.Join(x.opts.OutDir, "hlog")); err != nil {
 		return fmt.Errorf("write results with the shaper's check of its reads: %w", err)
 	}
 	return nil

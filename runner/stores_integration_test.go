@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/coordlab/scenario/internal/results"
@@ -318,6 +319,7 @@ phase "after" {
 				}
 				t.Logf("%s on %v: applied %s ms, first write after %s ms", f.Kind, f.Targets, fmtOpt(f.AppliedMS), fmtOpt(f.TimeToWriteMS))
 			}
+			checkDeclaredLoss(t, phase(t, res, "faults"), fs)
 			if a := phase(t, res, "after").Availability; a == nil || *a < 0.99 {
 				t.Errorf("availability after the faults = %s, want >= 0.99", fmtOpt(a))
 			}
@@ -329,4 +331,31 @@ phase "after" {
 func storeDriver(store string) stores.Driver {
 	d, _ := registry.Lookup(store)
 	return d
+}
+
+// checkDeclaredLoss requires the phase's per-pair figures to put the loss
+// of its network faults on the pairs those faults touched, and only there.
+func checkDeclaredLoss(t *testing.T, p *results.Phase, fs []results.Failover) {
+	t.Helper()
+	var targets []string
+	for _, f := range fs {
+		if f.Kind == plan.FaultNetwork {
+			targets = append(targets, f.Targets...)
+		}
+	}
+	var lost, carried int64
+	for _, pr := range p.NetworkPairs {
+		touched := slices.Contains(targets, pr.From) || slices.Contains(targets, pr.To)
+		switch {
+		case pr.Lost > 0 && !touched:
+			t.Errorf("pair %s>%s lost %d packets, but no lossy link touched it (the faults' targets: %v)", pr.From, pr.To, pr.Lost, targets)
+		case touched:
+			lost += pr.Lost
+			carried += pr.Packets
+		}
+	}
+	if lost == 0 {
+		t.Errorf("the pairs of %v lost no packet of %d under a 5%% loss: %+v", targets, carried, p.NetworkPairs)
+	}
+	t.Logf("the pairs of %v lost %d packets and carried %d over the phase", targets, lost, carried)
 }

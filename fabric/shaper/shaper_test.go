@@ -183,6 +183,13 @@ func TestLoss(t *testing.T) {
 		if st.DroppedLoss < n*8/100 || st.DroppedLoss > n*12/100 {
 			t.Errorf("seed %d: dropped %d of %d, want 8–12%%", seed, st.DroppedLoss, n)
 		}
+		// The snapshot runs report per pair counts the same, and an
+		// interval from the start counts them all.
+		pc := tn.r.PairCounts()[[2]int{hostID(0), hostID(1)}]
+		if pc == nil || pc.Forwarded != st.Forwarded || pc.DroppedLoss != st.DroppedLoss ||
+			*pc.Since(nil) != *pc || !pc.Since(pc).Empty() {
+			t.Errorf("seed %d: pair counts %+v, want the pair's stats %+v, and an interval from none that counts them all", seed, pc, st)
+		}
 		got := tn.recv(t, 1, int(st.Forwarded), time.Second)
 		seqs := make([]uint32, len(got))
 		for k, a := range got {

@@ -221,15 +221,9 @@ type Lateness struct {
 
 // Lateness snapshots the counts of every pair's scheduler so far.
 func (r *Router) Lateness() *Lateness {
-	r.mu.Lock() // against AddHost growing h.out
-	defer r.mu.Unlock()
 	l := &Lateness{}
-	for _, h := range r.hosts {
-		for _, p := range h.out {
-			if hist := p.hist.Load(); hist != nil {
-				hist.addTo(l)
-			}
-		}
+	for _, c := range r.PairCounts() {
+		l.Add(&c.Late)
 	}
 	return l
 }
@@ -282,4 +276,70 @@ func (l *Lateness) Summary() (n uint64, p50, p99, maxLate time.Duration) {
 		return 0
 	}
 	return n, q(0.50), q(0.99), at(top)
+}
+
+// PairCounts is one pair's counters so far, with its lateness counts in
+// full, so that an interval's can be taken (Since) and intervals summed
+// (Add); Router.Stats summarises instead.
+type PairCounts struct {
+	Forwarded, DroppedLoss, DroppedDown, DroppedQueue, WriteErrors uint64
+	Late                                                           Lateness
+}
+
+// PairCounts snapshots the counters of every pair that has seen a packet,
+// keyed by {from id, to id}. It is safe to call at any time.
+func (r *Router) PairCounts() map[[2]int]*PairCounts {
+	r.mu.Lock() // against AddHost growing h.out; the counters are atomic
+	defer r.mu.Unlock()
+	out := map[[2]int]*PairCounts{}
+	for _, h := range r.hosts {
+		for _, p := range h.out {
+			c := &PairCounts{
+				Forwarded:    p.forwarded.Load(),
+				DroppedLoss:  p.lost.Load(),
+				DroppedDown:  p.down.Load(),
+				DroppedQueue: p.overflow.Load(),
+				WriteErrors:  p.writeErrs.Load(),
+			}
+			if hist := p.hist.Load(); hist != nil {
+				hist.addTo(&c.Late)
+			}
+			if !c.Empty() {
+				out[[2]int{p.from.id, p.to.id}] = c
+			}
+		}
+	}
+	return out
+}
+
+// Since is what was counted after the snapshot earlier (nil: none was):
+// c minus earlier, never below 0.
+func (c *PairCounts) Since(earlier *PairCounts) *PairCounts {
+	if earlier == nil {
+		earlier = &PairCounts{}
+	}
+	sub := func(a, b uint64) uint64 { return a - min(a, b) }
+	return &PairCounts{
+		Forwarded:    sub(c.Forwarded, earlier.Forwarded),
+		DroppedLoss:  sub(c.DroppedLoss, earlier.DroppedLoss),
+		DroppedDown:  sub(c.DroppedDown, earlier.DroppedDown),
+		DroppedQueue: sub(c.DroppedQueue, earlier.DroppedQueue),
+		WriteErrors:  sub(c.WriteErrors, earlier.WriteErrors),
+		Late:         *c.Late.Since(&earlier.Late),
+	}
+}
+
+// Add adds o's counts to c's.
+func (c *PairCounts) Add(o *PairCounts) {
+	c.Forwarded += o.Forwarded
+	c.DroppedLoss += o.DroppedLoss
+	c.DroppedDown += o.DroppedDown
+	c.DroppedQueue += o.DroppedQueue
+	c.WriteErrors += o.WriteErrors
+	c.Late.Add(&o.Late)
+}
+
+// Empty reports whether c counts nothing.
+func (c *PairCounts) Empty() bool {
+	return c.Forwarded+c.DroppedLoss+c.DroppedDown+c.DroppedQueue+c.WriteErrors == 0
 }

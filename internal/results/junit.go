@@ -111,6 +111,11 @@ func junitSuiteOf(r *Results) junitSuite {
 	for _, k := range sortedKeys(r.Seeds) {
 		s.Properties = append(s.Properties, junitProperty{"seed." + k, strconv.FormatInt(r.Seeds[k], 10)})
 	}
+	// What the run says about its own measurement (a late shaper, lost
+	// frames, an abort), beside the checks it qualifies.
+	for _, k := range sortedKeys(r.Notes) {
+		s.Properties = append(s.Properties, junitProperty{"note." + k, r.Notes[k]})
+	}
 	for _, c := range r.Checks {
 		tc := junitCase{ClassName: class, Name: c.Name, Time: seconds(c.DurationMS), File: c.Pos}
 		switch c.Status() {

@@ -3,6 +3,8 @@ package results
 import (
 	"bytes"
 	"encoding/xml"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +31,30 @@ func TestWriteJUnitRepetitions(t *testing.T) {
 		if s.Name != want.name || s.Failures != want.failures {
 			t.Errorf("suite %d: %q with %d failures, want %q with %d", i, s.Name, s.Failures, want.name, want.failures)
 		}
+	}
+}
+
+// TestJUnitNotes: the run's notes on its own measurement reach a CI
+// reporter as suite properties, in order of key.
+func TestJUnitNotes(t *testing.T) {
+	r := sample()
+	r.Notes = map[string]string{NoteShaperReads: "the shaper read all 178554 frames its devices handed it", "aborted": "check x failed"}
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuite
+	if err := xml.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, buf.String())
+	}
+	var notes []junitProperty
+	for _, p := range got.Properties {
+		if strings.HasPrefix(p.Name, "note.") {
+			notes = append(notes, p)
+		}
+	}
+	want := []junitProperty{{"note.aborted", "check x failed"}, {"note.shaper_reads", "the shaper read all 178554 frames its devices handed it"}}
+	if !slices.Equal(notes, want) {
+		t.Errorf("note properties %+v, want %+v:\n%s", notes, want, buf.String())
 	}
 }

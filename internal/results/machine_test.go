@@ -167,6 +167,12 @@ func TestNetworkLate(t *testing.T) {
 	r.Phases[0].NetworkLate = &NetworkLate{Packets: 9000, P50MS: 0.061, P99MS: 0.35, MaxMS: 2.1}
 	r.Phases[0].WriteFloor = &WriteFloor{Leader: 1, FloorMS: 81, ExcessPct: Ptr(3.9), FsyncP50MS: Ptr(1.2)}
 	r.Phases[1].NetworkLate = &NetworkLate{Packets: 51000, P50MS: 0.2, P99MS: 4.6, MaxMS: 18.5}
+	r.Phases[1].NetworkPairs = []NetworkPair{
+		{From: "clients-eu", To: "n1", Packets: 20000, Late: &NetworkLate{Packets: 20000, P50MS: 0.1, P99MS: 2.5, MaxMS: 9}},
+		{From: "n1", To: "n2", Packets: 10000, Late: &NetworkLate{Packets: 10000, P50MS: 0.3, P99MS: 6.2, MaxMS: 18.5}},
+		{From: "n1", To: "n3", Packets: 21000, Late: &NetworkLate{Packets: 21000, P50MS: 0.3, P99MS: 6.2, MaxMS: 12}},
+		{From: "n2", To: "n3", Packets: 500, Lost: 20},
+	}
 	r.Run.NetworkLate = &NetworkLate{Packets: 60000, P50MS: 0.1, P99MS: 4.1, MaxMS: 18.5}
 	m := r.Metrics()
 	for path, want := range map[string]float64{
@@ -184,7 +190,7 @@ func TestNetworkLate(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"put p50 +3.9% above it (store fsync p50 1.20 ms, shaper late p50 61 µs a packet)",
-		"the shaper handed on 1% of 51000 packets over 4.60 ms after their due time (the latest 18.5 ms late)",
+		"the shaper handed on 1% of 51000 packets over 4.60 ms after their due time (the latest 18.5 ms late; the latest pair n1>n3, p99 6.20 ms of 21000 packets)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
@@ -207,5 +213,31 @@ func TestNetworkLate(t *testing.T) {
 	}
 	if _, ok := sample().Metrics()["run.network_late_p99_ms"]; ok {
 		t.Error("run.network_late_p99_ms present in a run without a shaper")
+	}
+}
+
+func TestLatestPair(t *testing.T) {
+	late := func(p99 float64, n int64) *NetworkLate { return &NetworkLate{Packets: n, P99MS: p99} }
+	tests := []struct {
+		name  string
+		pairs []NetworkPair
+		want  string // "" for none
+	}{
+		{"none", nil, ""},
+		{"one pair names nothing", []NetworkPair{{From: "a", To: "b", Late: late(5, 10)}}, ""},
+		{"pairs that held nothing are not counted", []NetworkPair{{From: "a", To: "b", Late: late(5, 10)}, {From: "b", To: "a", Packets: 10}}, ""},
+		{"the highest p99", []NetworkPair{{From: "a", To: "b", Late: late(5, 10)}, {From: "b", To: "a", Late: late(7, 3)}}, "b>a"},
+		{"a tie goes to more packets", []NetworkPair{{From: "a", To: "b", Late: late(5, 10)}, {From: "b", To: "a", Late: late(5, 30)}, {From: "a", To: "c", Late: late(5, 20)}}, "b>a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if pr := latestPair(tt.pairs); pr != nil {
+				got = pr.From + ">" + pr.To
+			}
+			if got != tt.want {
+				t.Errorf("latestPair = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -209,6 +209,11 @@ type Phase struct {
 	// packet's delay was longer than declared by that much. Absent
 	// without a shaper or when it held no packet.
 	NetworkLate *NetworkLate `json:"network_late,omitempty"`
+	// NetworkPairs breaks the shaper's figures down by ordered pair of
+	// hosts, for the pairs it carried a packet of over the phase (a pair
+	// the kernel carries, unshaped, is not among them), in order of
+	// name. Absent without a shaper.
+	NetworkPairs []NetworkPair `json:"network_pairs,omitempty"`
 	// WriteFloor is the write latency that the declared links allow for
 	// the leader in office, beside the measured put p50; absent when the
 	// network is unshaped, a network fault acts in the phase or the
@@ -227,6 +232,29 @@ type NetworkLate struct {
 	P50MS   float64 `json:"p50_ms"`
 	P99MS   float64 `json:"p99_ms"`
 	MaxMS   float64 `json:"max_ms"`
+}
+
+// NetworkPair is what the shaper did with one ordered pair's packets over
+// a phase. Lost and Cut are what the link declared (its loss, its being
+// down), so Lost against Packets+Lost is the loss rate the link really
+// had; Dropped is what no link declared. A frame a host's device dropped
+// before the shaper read it belongs to no pair, and is only in the
+// phase's NetworkDrops.
+type NetworkPair struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Packets counts the packets handed to the destination.
+	Packets int64 `json:"packets"`
+	// Lost counts those the link's declared loss dropped.
+	Lost int64 `json:"lost,omitempty"`
+	// Cut counts those dropped while the link was down (a partition).
+	Cut int64 `json:"cut,omitempty"`
+	// Dropped counts those the pair's queue refused at its limit or the
+	// destination's device refused: losses no link declared.
+	Dropped int64 `json:"dropped,omitempty"`
+	// Late is how late the pair's held packets were handed on; absent
+	// when it held none (an unshaped pair through the shaper).
+	Late *NetworkLate `json:"late,omitempty"`
 }
 
 // WriteFloor sets a phase's put latency against the network's floor.

@@ -198,8 +198,12 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 		parts = append(parts, floor)
 	}
 	if l := p.NetworkLate; l != nil && l.P99MS >= LateNetworkMS {
-		late := fmt.Sprintf("the shaper handed on 1%% of %d packets over %s after their due time (the latest %s late): the links were that much slower than declared (a busy machine delays the shaper",
+		late := fmt.Sprintf("the shaper handed on 1%% of %d packets over %s after their due time (the latest %s late",
 			l.Packets, fmtDuration(l.P99MS), fmtDuration(l.MaxMS))
+		if pr := latestPair(p.NetworkPairs); pr != nil {
+			late += fmt.Sprintf("; the latest pair %s>%s, p99 %s of %d packets", pr.From, pr.To, fmtDuration(pr.Late.P99MS), pr.Late.Packets)
+		}
+		late += "): the links were that much slower than declared (a busy machine delays the shaper"
 		if !s.realtime {
 			late += "; see --realtime"
 		}
@@ -626,6 +630,29 @@ func lateStarts(o *OpStats, realtime bool) string {
 		late += " (with a light load, run --realtime puts it ahead of other tasks)"
 	}
 	return late
+}
+
+// latestPair is the pair whose held packets were latest at the 99th
+// percentile (of two alike, the one with more packets); nil unless at
+// least two pairs held packets, where naming one says something.
+func latestPair(pairs []NetworkPair) *NetworkPair {
+	var latest *NetworkPair
+	n := 0
+	for i := range pairs {
+		pr := &pairs[i]
+		if pr.Late == nil {
+			continue
+		}
+		n++
+		if latest == nil || pr.Late.P99MS > latest.Late.P99MS ||
+			(pr.Late.P99MS == latest.Late.P99MS && pr.Late.Packets > latest.Late.Packets) {
+			latest = pr
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	return latest
 }
 
 // LateNetworkMS is the shaper lateness p99 from which a phase's links are
