@@ -271,21 +271,23 @@ func (m measurement) String() string {
 		m.requests, m.failed, m.elapsed.Round(time.Millisecond), m.rps, msf(m.p50), msf(m.p99), m.cpu.Round(time.Millisecond), cpuPerReq(m), gcPerReq(m), faultsPerReq(m))
 }
 
-// faultsPerReq is the client's minor page faults per request.
-func faultsPerReq(m measurement) float64 {
+// perReq is a run's total divided among its requests; 0 for a run that
+// made none.
+func perReq(m measurement, total float64) float64 {
 	if m.requests == 0 {
 		return 0
 	}
-	return float64(m.faults) / float64(m.requests)
+	return total / float64(m.requests)
 }
 
+// faultsPerReq is the client's minor page faults per request.
+func faultsPerReq(m measurement) float64 { return perReq(m, float64(m.faults)) }
+
 // cpuPerReq is the client's CPU cost of one request, in microseconds.
-func cpuPerReq(m measurement) float64 {
-	if m.requests == 0 {
-		return 0
-	}
-	return float64(m.cpu) / float64(time.Microsecond) / float64(m.requests)
-}
+func cpuPerReq(m measurement) float64 { return perReq(m, us(m.cpu)) }
+
+// us is d in microseconds.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

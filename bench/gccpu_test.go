@@ -72,9 +72,4 @@ func tracedGC(stderr []byte) time.Duration {
 
 // gcPerReq is the GC's share of the client's CPU per request, in
 // microseconds.
-func gcPerReq(m measurement) float64 {
-	if m.requests == 0 {
-		return 0
-	}
-	return float64(m.gc) / float64(time.Microsecond) / float64(m.requests)
-}
+func gcPerReq(m measurement) float64 { return perReq(m, us(m.gc)) }
