@@ -133,7 +133,7 @@ func (d *pacedDev) Write(b []byte) (int, error) {
 
 // BenchmarkLateness sends b.N packets at a fixed rate over a 10 ms link
 // and reports how late they are: late-* as the router measures it (due
-// time to Write), e2e-* as the devices see it (Read to Write, minus the
+// time to the return of Write), e2e-* as the devices see it (Read to Write, minus the
 // delay). cpu-ns/pkt is the process's CPU time per packet, the paced
 // source's included. timer=go sleeps on runtime timers instead of
 // timerfds, for comparison. -lateness.hog N adds N busy processes beside

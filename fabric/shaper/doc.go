@@ -62,7 +62,8 @@
 //     Fragments, options and checksums are neither inspected nor changed.
 //   - Loss is independent per packet (no bursts); jitter never reorders.
 //   - A pair's scheduler is late by the wake-up latency of its goroutine,
-//     which grows when the machine's CPUs are busy; PairStats reports it.
+//     which grows when the machine's CPUs are busy, and by the writes
+//     before a packet's own and its own; PairStats reports it.
 //   - Packets that are still queued when Run stops are discarded.
 //   - Devices: each Read returns one packet, each Write takes one, Write
 //     is safe for concurrent use and does not block for long. Run stops a

@@ -100,8 +100,12 @@ func (r *Router) schedule(ctx context.Context, p *pair) {
 		p.mu.Unlock()
 
 		for _, pk := range batch {
-			h.record(r.now() - pk.due)
 			p.write(ctx, r, pk.b)
+			// Timed once the write returns: writing to a TUN device
+			// runs the destination's network stack, so the packet has
+			// then reached the receiving host, which is what its link's
+			// delay is to.
+			h.record(r.now() - pk.due)
 			putPacket(pk)
 		}
 		// Only now may the reader write this pair's packets directly.

@@ -18,9 +18,10 @@ type PairStats struct {
 
 	// Scheduled counts the packets that went through the scheduler (those
 	// with a delay, jitter or rate, or all with Options.Engage); the
-	// Late figures are how long after its due time each was handed to
-	// the destination's Write, with ~3% resolution. Packets written
-	// directly are not timed: they have no due time to miss.
+	// Late figures are how long after its due time the destination's
+	// Write of each returned (a TUN device's runs the receiving network
+	// stack), with ~3% resolution. Packets written directly are not
+	// timed: they have no due time to miss.
 	Scheduled                 uint64
 	LateP50, LateP99, LateMax time.Duration
 }
