@@ -227,6 +227,7 @@ func TestLatestPair(t *testing.T) {
 		{"one pair names nothing", []NetworkPair{{From: "a", To: "b", Late: late(5, 10)}}, ""},
 		{"pairs that held nothing are not counted", []NetworkPair{{From: "a", To: "b", Late: late(5, 10)}, {From: "b", To: "a", Packets: 10}}, ""},
 		{"the highest p99", []NetworkPair{{From: "a", To: "b", Late: late(5, 10)}, {From: "b", To: "a", Late: late(7, 3)}}, "b>a"},
+		{"a pair with under 1% of the packets is not named", []NetworkPair{{From: "a", To: "b", Late: late(5, 1000)}, {From: "b", To: "a", Late: late(9, 9)}}, "a>b"},
 		{"a tie goes to more packets", []NetworkPair{{From: "a", To: "b", Late: late(5, 10)}, {From: "b", To: "a", Late: late(5, 30)}, {From: "a", To: "c", Late: late(5, 20)}}, "b>a"},
 	}
 	for _, tt := range tests {

@@ -633,14 +633,26 @@ func lateStarts(o *OpStats, realtime bool) string {
 }
 
 // latestPair is the pair whose held packets were latest at the 99th
-// percentile (of two alike, the one with more packets); nil unless at
-// least two pairs held packets, where naming one says something.
+// percentile (of two alike, the one with more packets), among those that
+// held at least 1% of the held packets (a pair with a few heartbeats has
+// a p99 of its two latest); nil unless at least two pairs held packets,
+// where naming one says something.
 func latestPair(pairs []NetworkPair) *NetworkPair {
+	var held int64
+	for _, pr := range pairs {
+		if pr.Late != nil {
+			held += pr.Late.Packets
+		}
+	}
 	var latest *NetworkPair
 	n := 0
 	for i := range pairs {
 		pr := &pairs[i]
 		if pr.Late == nil {
+			continue
+		}
+		if 100*pr.Late.Packets < held {
+			n++
 			continue
 		}
 		n++
