@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -54,9 +55,13 @@ func phaseFloor(pl *plan.Plan, spec plan.ClusterSpec, leaders []results.LeaderOb
 			return nil, false
 		}
 	}
-	floor := writeFloor(pl.Network, spec, writers[0], leader)
+	path := writeFloor(pl.Network, spec, writers[0], leader)
+	floor := path.ms
 	f := &results.WriteFloor{Leader: leader, FloorMS: floor,
 		Path: fmt.Sprintf("clients in %s to their members, on to n%d, and n%d's quorum", writers[0].Region, leader, leader)}
+	if path.jitterMS > 0 {
+		f.JitterMS = results.Ptr(path.jitterMS)
+	}
 	for _, o := range p.Ops {
 		if o.Op == plan.OpPut && o.Latency != nil {
 			f.PutP50MS = results.Ptr(o.Latency.P50MS)
@@ -118,18 +123,25 @@ func writesPuts(w plan.WorkloadSpec) bool {
 // quorum RTT, the (nodes/2)-th smallest RTT from the leader to the
 // others. The clients spread over their members evenly, so the floor of
 // their p50 is the lower median of that over the members; fsync and
-// processing come on top.
-func writeFloor(n plan.NetworkSpec, spec plan.ClusterSpec, w plan.WorkloadSpec, leader int) float64 {
-	rtt := func(a, b string) float64 { return float64(regionLink(n, a, b).RTT.D()) / 1e6 }
+// processing come on top. The jitter declared on the round trips of that
+// path is summed beside it: the floor leaves it out, though it raises a
+// link's median (a link never reorders, so a packet drawn early waits for
+// the one before it).
+func writeFloor(n plan.NetworkSpec, spec plan.ClusterSpec, w plan.WorkloadSpec, leader int) floorPath {
+	link := func(a, b string) floorPath {
+		l := regionLink(n, a, b)
+		return floorPath{ms: float64(l.RTT.D()) / 1e6, jitterMS: float64(l.Jitter.D()) / 1e6}
+	}
 	region := func(node int) string { return spec.Placement[node-1] }
-	var peers []float64
+	var peers []floorPath
 	for m := 1; m <= spec.Nodes; m++ {
 		if m != leader {
-			peers = append(peers, rtt(region(leader), region(m)))
+			peers = append(peers, link(region(leader), region(m)))
 		}
 	}
-	slices.Sort(peers)
-	quorum := 0.0
+	byMS := func(a, b floorPath) int { return cmp.Compare(a.ms, b.ms) }
+	slices.SortStableFunc(peers, byMS)
+	var quorum floorPath
 	if k := spec.Nodes / 2; k > 0 && k <= len(peers) {
 		quorum = peers[k-1]
 	}
@@ -146,13 +158,21 @@ func writeFloor(n plan.NetworkSpec, spec plan.ClusterSpec, w plan.WorkloadSpec, 
 			members = append(members, m)
 		}
 	}
-	floors := make([]float64, len(members))
+	floors := make([]floorPath, len(members))
 	for i, m := range members {
-		floors[i] = rtt(w.Region, region(m)) + quorum
+		floors[i] = link(w.Region, region(m)).plus(quorum)
 		if m != leader {
-			floors[i] += rtt(region(m), region(leader))
+			floors[i] = floors[i].plus(link(region(m), region(leader)))
 		}
 	}
-	slices.Sort(floors)
+	slices.SortStableFunc(floors, byMS)
 	return floors[(len(floors)-1)/2]
+}
+
+// floorPath is a write's path's declared RTTs, summed, and the jitter
+// declared on them, summed, in ms.
+type floorPath struct{ ms, jitterMS float64 }
+
+func (a floorPath) plus(b floorPath) floorPath {
+	return floorPath{a.ms + b.ms, a.jitterMS + b.jitterMS}
 }

@@ -13,10 +13,23 @@ func rttLink(a, b string, ms int) plan.LinkSpec {
 	return plan.LinkSpec{A: a, B: b, Shaping: plan.Shaping{RTT: plan.Duration(time.Duration(ms) * time.Millisecond)}}
 }
 
+// jittered is l with a jitter of ms.
+func jittered(l plan.LinkSpec, ms int) plan.LinkSpec {
+	l.Jitter = plan.Duration(time.Duration(ms) * time.Millisecond)
+	return l
+}
+
 // geoNetwork is geoCluster's (network_integration_test.go).
 var geoNetwork = plan.NetworkSpec{
 	Within: plan.LinkSpec{Shaping: plan.Shaping{RTT: plan.Duration(time.Millisecond)}},
 	Links:  []plan.LinkSpec{rttLink("us-east", "eu-west", 80), rttLink("us-east", "ap-south", 190), rttLink("eu-west", "ap-south", 150)},
+}
+
+// geoJittered is geoNetwork with examples/etcd-geo.hcl's jitter: 4 ms
+// between us-east and eu-west.
+var geoJittered = plan.NetworkSpec{
+	Within: geoNetwork.Within,
+	Links:  []plan.LinkSpec{jittered(rttLink("us-east", "eu-west", 80), 4), rttLink("us-east", "ap-south", 190), rttLink("eu-west", "ap-south", 150)},
 }
 
 func TestWriteFloor(t *testing.T) {
@@ -50,8 +63,40 @@ func TestWriteFloor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := writeFloor(geoNetwork, tt.spec, tt.w, tt.leader); math.Abs(got-tt.want) > 1e-9 {
-				t.Errorf("floor %v ms, want %v", got, tt.want)
+			if got := writeFloor(geoNetwork, tt.spec, tt.w, tt.leader); math.Abs(got.ms-tt.want) > 1e-9 || got.jitterMS != 0 {
+				t.Errorf("floor %+v, want %v ms and no jitter", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWriteFloorJitter: the jitter summed is that of the floor's own path,
+// and the floor itself does not move.
+func TestWriteFloorJitter(t *testing.T) {
+	three := plan.ClusterSpec{Name: "main", Nodes: 3, Placement: []string{"us-east", "eu-west", "ap-south"}}
+	local := plan.WorkloadSpec{Region: "us-east", Endpoints: plan.EndpointsLocal}
+	all := plan.WorkloadSpec{Region: "us-east", Endpoints: plan.EndpointsAll}
+	tests := []struct {
+		name       string
+		w          plan.WorkloadSpec
+		leader     int
+		ms, jitter float64
+	}{
+		// The quorum is n2 over the jittered link.
+		{"n1 leads", local, 1, 81, 4},
+		// n1 to n2, then n2's quorum back to n1: both jittered.
+		{"n2 leads", local, 2, 161, 8},
+		// n1 to n3, n3's quorum n2: neither jittered, as etcd-geo's
+		// steady phase with n3 leading.
+		{"n3 leads", local, 3, 341, 0},
+		// Through every member, n1 leading: n1 81 (4), n2 80+80+80 (12),
+		// n3 190+190+80 (4); the lower median is n2's.
+		{"all members, n1 leads", all, 1, 240, 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := writeFloor(geoJittered, three, tt.w, tt.leader); math.Abs(got.ms-tt.ms) > 1e-9 || math.Abs(got.jitterMS-tt.jitter) > 1e-9 {
+				t.Errorf("floor %+v, want %v ms with %v ms of jitter", got, tt.ms, tt.jitter)
 			}
 		})
 	}

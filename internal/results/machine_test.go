@@ -165,7 +165,7 @@ func TestNetworkDrops(t *testing.T) {
 func TestNetworkLate(t *testing.T) {
 	r := sample()
 	r.Phases[0].NetworkLate = &NetworkLate{Packets: 9000, P50MS: 0.061, P99MS: 0.35, MaxMS: 2.1}
-	r.Phases[0].WriteFloor = &WriteFloor{Leader: 1, FloorMS: 81, ExcessPct: Ptr(3.9), FsyncP50MS: Ptr(1.2)}
+	r.Phases[0].WriteFloor = &WriteFloor{Leader: 1, FloorMS: 81, ExcessPct: Ptr(3.9), FsyncP50MS: Ptr(1.2), JitterMS: Ptr(4.0)}
 	r.Phases[1].NetworkLate = &NetworkLate{Packets: 51000, P50MS: 0.2, P99MS: 4.6, MaxMS: 18.5}
 	r.Phases[1].NetworkPairs = []NetworkPair{
 		{From: "clients-eu", To: "n1", Packets: 20000, Late: &NetworkLate{Packets: 20000, P50MS: 0.1, P99MS: 2.5, MaxMS: 9}},
@@ -189,7 +189,7 @@ func TestNetworkLate(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"put p50 +3.9% above it (store fsync p50 1.20 ms, shaper late p50 61 µs a packet)",
+		"write floor 81.0 ms with n1 leading (not counting the 4.00 ms of jitter declared on its path, which raises the median), put p50 +3.9% above it (store fsync p50 1.20 ms, shaper late p50 61 µs a packet)",
 		"the shaper handed on 1% of 51000 packets over 4.60 ms after their due time (the latest 18.5 ms late; the latest pair n1>n3, p99 6.20 ms of 21000 packets)",
 	} {
 		if !strings.Contains(out, want) {

@@ -267,6 +267,11 @@ type WriteFloor struct {
 	FloorMS float64 `json:"floor_ms"`
 	// Path says what the floor is made of.
 	Path string `json:"path"`
+	// JitterMS sums the jitter declared on the path's round trips, which
+	// the floor leaves out; absent where none is. A link never reorders,
+	// so its jitter raises its median delay where packets follow each
+	// other closer than the jitter: part of the excess is then declared.
+	JitterMS *float64 `json:"jitter_ms,omitempty"`
 	// PutP50MS is the measured put p50; ExcessMS and ExcessPct its excess
 	// over the floor. Null without successful puts.
 	PutP50MS  *float64 `json:"put_p50_ms"`

@@ -181,6 +181,11 @@ func (s *summaryWriter) phaseLine(p *Phase) {
 	}
 	if f := p.WriteFloor; f != nil {
 		floor := fmt.Sprintf("write floor %s with n%d leading", fmtDuration(f.FloorMS), f.Leader)
+		if f.JitterMS != nil {
+			// A link never reorders, so its declared jitter raises its
+			// median: part of the excess is then the scenario's.
+			floor += fmt.Sprintf(" (not counting the %s of jitter declared on its path, which raises the median)", fmtDuration(*f.JitterMS))
+		}
 		if f.ExcessPct != nil {
 			floor += fmt.Sprintf(", put p50 %+.1f%% above it", *f.ExcessPct)
 		}
