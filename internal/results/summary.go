@@ -656,11 +656,10 @@ func latestPair(pairs []NetworkPair) *NetworkPair {
 		if pr.Late == nil {
 			continue
 		}
+		n++
 		if 100*pr.Late.Packets < held {
-			n++
 			continue
 		}
-		n++
 		if latest == nil || pr.Late.P99MS > latest.Late.P99MS ||
 			(pr.Late.P99MS == latest.Late.P99MS && pr.Late.Packets > latest.Late.Packets) {
 			latest = pr
