@@ -225,17 +225,21 @@ func fmtOpt(v *float64) string {
 
 // checkPairsLate requires a phase's per-pair figures to add up to its
 // lateness, for a network where every pair has a delay: each pair holds
-// every packet it hands on, and nothing is dropped.
+// every packet it hands on, and nothing is dropped. A packet is counted as
+// handed on before its write and timed after it, so one being written as
+// the phase starts or ends may fall in the phase for one count and not the
+// other.
 func checkPairsLate(t *testing.T, p *results.Phase) {
 	t.Helper()
 	var held int64
 	for _, pr := range p.NetworkPairs {
-		if pr.From == pr.To || pr.Late == nil || pr.Late.Packets != pr.Packets || pr.Lost+pr.Cut+pr.Dropped != 0 ||
-			pr.Late.P50MS > pr.Late.P99MS || pr.Late.P99MS > pr.Late.MaxMS || pr.Late.MaxMS > p.NetworkLate.MaxMS {
-			t.Errorf("pair %+v (late %+v): want every packet held, none dropped, p50 <= p99 <= max <= the phase's %v ms", pr, pr.Late, p.NetworkLate.MaxMS)
-			continue
+		if pr.Late != nil {
+			held += pr.Late.Packets
 		}
-		held += pr.Late.Packets
+		if pr.From == pr.To || pr.Late == nil || pr.Late.Packets < pr.Packets-2 || pr.Late.Packets > pr.Packets+2 || pr.Lost+pr.Cut+pr.Dropped != 0 ||
+			pr.Late.P50MS > pr.Late.P99MS || pr.Late.P99MS > pr.Late.MaxMS || pr.Late.MaxMS > p.NetworkLate.MaxMS {
+			t.Errorf("pair %+v (late %+v): want every packet held (within one at each end of the phase), none dropped, p50 <= p99 <= max <= the phase's %v ms", pr, pr.Late, p.NetworkLate.MaxMS)
+		}
 	}
 	if len(p.NetworkPairs) < 6 || held != p.NetworkLate.Packets {
 		t.Errorf("%d pairs holding %d packets, want at least the members' 6 pairs, holding the phase's %d", len(p.NetworkPairs), held, p.NetworkLate.Packets)

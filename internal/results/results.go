@@ -253,7 +253,10 @@ type NetworkPair struct {
 	// destination's device refused: losses no link declared.
 	Dropped int64 `json:"dropped,omitempty"`
 	// Late is how late the pair's held packets were handed on; absent
-	// when it held none (an unshaped pair through the shaper).
+	// when it held none (an unshaped pair through the shaper). A packet
+	// is counted in Packets before its write and timed after it, so
+	// Late.Packets may differ from Packets by one being written as the
+	// phase starts or ends.
 	Late *NetworkLate `json:"late,omitempty"`
 }
 
