@@ -513,6 +513,36 @@ func TestHistogram(t *testing.T) {
 	}
 }
 
+// TestCountsAgree forwards and times packets as a pair's scheduler does,
+// one at a time, while snapshots are taken: each snapshot's lateness count
+// must agree with its Forwarded to within the one packet being written,
+// however the snapshot's copy of the histogram interleaves with them.
+func TestCountsAgree(t *testing.T) {
+	p := &pair{}
+	p.hist.Store(new(histogram))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			for range 100 { // a burst, as a batch of due packets
+				p.forwarded.Add(1)
+				p.hist.Load().record(int64(time.Microsecond))
+			}
+			time.Sleep(500 * time.Microsecond)
+		}
+	}()
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		c := p.counts()
+		if n, _, _, _ := c.Late.Summary(); n > c.Forwarded || n+1 < c.Forwarded {
+			t.Errorf("snapshot: %d packets timed, %d forwarded", n, c.Forwarded)
+			break
+		}
+	}
+	cancel()
+	<-done
+}
+
 func TestLinkPerPacket(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -37,43 +37,75 @@ type HostStats struct {
 // Stats reports the counters of every pair that has seen a packet, keyed
 // by {from id, to id}. It is safe to call at any time.
 func (r *Router) Stats() map[[2]int]PairStats {
-	r.mu.Lock() // against AddHost growing h.out; the counters are atomic
-	defer r.mu.Unlock()
 	out := map[[2]int]PairStats{}
+	r.eachPair(func(p *pair) {
+		c := p.counts()
+		s := PairStats{
+			Forwarded:    c.Forwarded,
+			DroppedLoss:  c.DroppedLoss,
+			DroppedDown:  c.DroppedDown,
+			Rejected:     p.rejected.Load(),
+			DroppedQueue: c.DroppedQueue,
+			WriteErrors:  c.WriteErrors,
+			Queued:       p.inflight.Load(),
+		}
+		if hist := p.hist.Load(); hist != nil {
+			s.Scheduled, s.LateP50, s.LateP99, s.LateMax = hist.summaryOf(&c.Late)
+		}
+		if s != (PairStats{}) {
+			out[[2]int{p.from.id, p.to.id}] = s
+		}
+	})
+	return out
+}
+
+// eachPair calls f for every pair of every host, holding r.mu against
+// AddHost growing h.out (the counters themselves are atomic).
+func (r *Router) eachPair(f func(*pair)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, h := range r.hosts {
 		for _, p := range h.out {
-			s := PairStats{
-				Forwarded:    p.forwarded.Load(),
-				DroppedLoss:  p.lost.Load(),
-				DroppedDown:  p.down.Load(),
-				Rejected:     p.rejected.Load(),
-				DroppedQueue: p.overflow.Load(),
-				WriteErrors:  p.writeErrs.Load(),
-				Queued:       p.inflight.Load(),
-			}
-			if hist := p.hist.Load(); hist != nil {
-				s.Scheduled, s.LateP50, s.LateP99, s.LateMax = hist.summary()
-			}
-			if s != (PairStats{}) {
-				out[[2]int{p.from.id, p.to.id}] = s
-			}
+			f(p)
 		}
 	}
-	return out
+}
+
+// counts snapshots p's counters, its lateness histogram agreeing with
+// Forwarded to within the one packet that may be mid-write (counted as
+// forwarded before its write, timed after it). The histogram is copied
+// bucket by bucket, so the copy is retried while packets are forwarded
+// during it: a reader preempted between the two would otherwise find
+// packets timed that it never saw forwarded, and an interval's Late would
+// disagree with its Forwarded by as many.
+func (p *pair) counts() PairCounts {
+	var c PairCounts
+	hist := p.hist.Load()
+	for range 8 {
+		c = PairCounts{
+			Forwarded:    p.forwarded.Load(),
+			DroppedLoss:  p.lost.Load(),
+			DroppedDown:  p.down.Load(),
+			DroppedQueue: p.overflow.Load(),
+			WriteErrors:  p.writeErrs.Load(),
+		}
+		if hist == nil {
+			return c
+		}
+		hist.addTo(&c.Late)
+		if p.forwarded.Load() == c.Forwarded {
+			return c
+		}
+	}
+	return c // a pair this busy is off by the few packets of one copy
 }
 
 // QueueDrops reports how many packets every pair's queue has refused at
 // its limit so far: PairStats.DroppedQueue summed, without the lateness
 // summaries Stats works out for each pair.
 func (r *Router) QueueDrops() uint64 {
-	r.mu.Lock() // against AddHost growing h.out; the counters are atomic
-	defer r.mu.Unlock()
 	var n uint64
-	for _, h := range r.hosts {
-		for _, p := range h.out {
-			n += p.overflow.Load()
-		}
-	}
+	r.eachPair(func(p *pair) { n += p.overflow.Load() })
 	return n
 }
 
@@ -199,6 +231,12 @@ func (h *histogram) record(lateNs int64) {
 func (h *histogram) summary() (n uint64, p50, p99, maxLate time.Duration) {
 	var l Lateness
 	h.addTo(&l)
+	return h.summaryOf(&l)
+}
+
+// summaryOf summarises l, a copy of h's counts, with h's exact largest
+// lateness in place of its bucket's middle.
+func (h *histogram) summaryOf(l *Lateness) (n uint64, p50, p99, maxLate time.Duration) {
 	n, p50, p99, _ = l.Summary()
 	maxLate = time.Duration(h.max.Load())
 	return n, min(p50, maxLate), min(p99, maxLate), maxLate
@@ -288,28 +326,15 @@ type PairCounts struct {
 }
 
 // PairCounts snapshots the counters of every pair that has seen a packet,
-// keyed by {from id, to id}. It is safe to call at any time.
+// keyed by {from id, to id}. It is safe to call at any time. Each pair's
+// Late agrees with its Forwarded to within the packet being written.
 func (r *Router) PairCounts() map[[2]int]*PairCounts {
-	r.mu.Lock() // against AddHost growing h.out; the counters are atomic
-	defer r.mu.Unlock()
 	out := map[[2]int]*PairCounts{}
-	for _, h := range r.hosts {
-		for _, p := range h.out {
-			c := &PairCounts{
-				Forwarded:    p.forwarded.Load(),
-				DroppedLoss:  p.lost.Load(),
-				DroppedDown:  p.down.Load(),
-				DroppedQueue: p.overflow.Load(),
-				WriteErrors:  p.writeErrs.Load(),
-			}
-			if hist := p.hist.Load(); hist != nil {
-				hist.addTo(&c.Late)
-			}
-			if !c.Empty() {
-				out[[2]int{p.from.id, p.to.id}] = c
-			}
+	r.eachPair(func(p *pair) {
+		if c := p.counts(); !c.Empty() {
+			out[[2]int{p.from.id, p.to.id}] = &c
 		}
-	}
+	})
 	return out
 }
 
