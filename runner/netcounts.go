@@ -26,22 +26,42 @@ type netCount struct {
 	pairs         map[[2]string]*shaper.PairCounts
 }
 
+// phaseNet is one phase's counts, summarised for results.json.
+type phaseNet struct {
+	frames, drops int64
+	late          *results.NetworkLate
+	pairs         []results.NetworkPair
+}
+
 // netCounts samples the fabric's counters at each phase's start and end,
 // so that each phase gets its own counts. A sample is taken on a goroutine
 // of its own: reading the devices' drop counters enters every host's
-// namespace, and the timeline's walk must not wait for that.
+// namespace, and the timeline's walk must not wait for that. A phase is
+// summarised as soon as both its samples are read, and its samples let
+// go: each holds every pair's lateness histogram in full.
 type netCounts struct {
 	src netCounter
 	log *slog.Logger
 
-	wg         sync.WaitGroup
-	mu         sync.Mutex
-	start, end map[string]netCount // by phase
-	failed     bool                // a sample could not be read: no counts at all
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	first   map[string]sample   // by phase: the sample read first, until the other is
+	phases  map[string]phaseNet // by phase: those with both samples read
+	run     map[[2]string]*shaper.PairCounts
+	frames  int64
+	drops   int64
+	counted bool // some phase had both samples read
+	failed  bool // a sample could not be read: no counts at all
+}
+
+// sample is a netCount read as its phase started (end false) or ended.
+type sample struct {
+	netCount
+	end bool
 }
 
 func newNetCounts(src netCounter, log *slog.Logger) *netCounts {
-	return &netCounts{src: src, log: log, start: map[string]netCount{}, end: map[string]netCount{}}
+	return &netCounts{src: src, log: log, first: map[string]sample{}, phases: map[string]phaseNet{}, run: map[[2]string]*shaper.PairCounts{}}
 }
 
 // sample reads the counts as phase starts (end false) or ends.
@@ -58,13 +78,41 @@ func (d *netCounts) sample(phase string, end bool) {
 			d.failed = true
 			return
 		}
-		c := netCount{frames: frames, drops: drops, pairs: pairs}
+		c := sample{netCount{frames: frames, drops: drops, pairs: pairs}, end}
+		other, ok := d.first[phase]
+		if !ok || other.end == end {
+			d.first[phase] = c
+			return
+		}
+		delete(d.first, phase)
 		if end {
-			d.end[phase] = c
+			d.add(phase, other.netCount, c.netCount)
 		} else {
-			d.start[phase] = c
+			d.add(phase, c.netCount, other.netCount)
 		}
 	})
+}
+
+// add summarises phase from its samples s and e, and adds it to the run's
+// counts. d.mu is held.
+func (d *netCounts) add(phase string, s, e netCount) {
+	// Counters only grow; a reset device (none is reset during a run)
+	// would read as none rather than as a huge count.
+	f, n := int64(max(e.frames, s.frames)-s.frames), int64(max(e.drops, s.drops)-s.drops)
+	pairs := map[[2]string]*shaper.PairCounts{}
+	for k, c := range e.pairs {
+		pairs[k] = c.Since(s.pairs[k])
+		if d.run[k] == nil {
+			d.run[k] = &shaper.PairCounts{}
+		}
+		d.run[k].Add(pairs[k])
+	}
+	pn := phaseNet{frames: f, drops: n}
+	pn.late, pn.pairs = networkPairs(pairs)
+	d.phases[phase] = pn
+	d.frames += f
+	d.drops += n
+	d.counted = true
 }
 
 // fill waits for the samples, then sets each phase's NetworkFrames,
@@ -75,40 +123,19 @@ func (d *netCounts) fill(res *results.Results) {
 	d.wg.Wait()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.failed {
+	if d.failed || !d.counted {
 		return
 	}
-	var frames, drops int64
-	run := map[[2]string]*shaper.PairCounts{}
-	counted := false
 	for i := range res.Phases {
 		p := &res.Phases[i]
-		s, ok1 := d.start[p.Name]
-		e, ok2 := d.end[p.Name]
-		if !ok1 || !ok2 {
-			continue
+		if pn, ok := d.phases[p.Name]; ok {
+			p.NetworkFrames, p.NetworkDrops = &pn.frames, &pn.drops
+			p.NetworkLate, p.NetworkPairs = pn.late, pn.pairs
 		}
-		// Counters only grow; a reset device (none is reset during a
-		// run) would read as none rather than as a huge count.
-		f, n := int64(max(e.frames, s.frames)-s.frames), int64(max(e.drops, s.drops)-s.drops)
-		p.NetworkFrames, p.NetworkDrops = &f, &n
-		pairs := map[[2]string]*shaper.PairCounts{}
-		for k, c := range e.pairs {
-			pairs[k] = c.Since(s.pairs[k])
-			if run[k] == nil {
-				run[k] = &shaper.PairCounts{}
-			}
-			run[k].Add(pairs[k])
-		}
-		p.NetworkLate, p.NetworkPairs = networkPairs(pairs)
-		frames += f
-		drops += n
-		counted = true
 	}
-	if counted {
-		res.Run.NetworkFrames, res.Run.NetworkDrops = &frames, &drops
-		res.Run.NetworkLate, res.Run.NetworkPairs = networkPairs(run)
-	}
+	frames, drops := d.frames, d.drops
+	res.Run.NetworkFrames, res.Run.NetworkDrops = &frames, &drops
+	res.Run.NetworkLate, res.Run.NetworkPairs = networkPairs(d.run)
 }
 
 // networkPairs summarises an interval's pair counts for results.json: the

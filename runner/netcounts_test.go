@@ -55,13 +55,16 @@ func TestNetCountsFill(t *testing.T) {
 		src     *counts
 		samples []sample
 		want    map[string]want // by phase; "run" for the run; absent: nil
+		held    int             // samples still held, waiting for their phase's other
 	}{
 		{"two phases", &counts{n: []netCount{{frames: 100, drops: 5}, {frames: 1100, drops: 9}, {frames: 1100, drops: 9}, {frames: 4100, drops: 30}}}, []sample{a, aEnd, b, bEnd},
-			map[string]want{"a": {1000, 4}, "b": {3000, 21}, "run": {4000, 25}}},
+			map[string]want{"a": {1000, 4}, "b": {3000, 21}, "run": {4000, 25}}, 0},
 		{"a phase cut short has none", &counts{n: []netCount{{frames: 100, drops: 5}, {frames: 600, drops: 9}, {frames: 600, drops: 9}}}, []sample{a, aEnd, b},
-			map[string]want{"a": {500, 4}, "run": {500, 4}}},
-		{"no complete phase, no run figure", &counts{n: []netCount{{frames: 100, drops: 5}}}, []sample{a}, map[string]want{}},
-		{"unreadable counters: nothing", &counts{err: errors.New("gone")}, []sample{a, aEnd, b, bEnd}, map[string]want{}},
+			map[string]want{"a": {500, 4}, "run": {500, 4}}, 1},
+		{"an end read before its start", &counts{n: []netCount{{frames: 1100, drops: 9}, {frames: 100, drops: 5}}}, []sample{aEnd, a},
+			map[string]want{"a": {1000, 4}, "run": {1000, 4}}, 0},
+		{"no complete phase, no run figure", &counts{n: []netCount{{frames: 100, drops: 5}}}, []sample{a}, map[string]want{}, 1},
+		{"unreadable counters: nothing", &counts{err: errors.New("gone")}, []sample{a, aEnd, b, bEnd}, map[string]want{}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +75,9 @@ func TestNetCountsFill(t *testing.T) {
 			}
 			res := &results.Results{Phases: []results.Phase{{Name: "a"}, {Name: "b"}}}
 			d.fill(res)
+			if len(d.first) != tt.held {
+				t.Errorf("%d samples held after fill, want %d (a phase's are let go once both are read)", len(d.first), tt.held)
+			}
 			got := map[string]*results.Phase{"a": &res.Phases[0], "b": &res.Phases[1], "run": &res.Run}
 			for k, p := range got {
 				if p.NetworkLate != nil {
