@@ -40,6 +40,9 @@ check "per workload, by index" {
 check "quiet machine" {
   condition = phase.steady.steal_share < 0.01 && run.cpu_wait_share < 0.5 && run.runner_wait_share < 0.2
 }
+check "links as declared" {
+  condition = phase.steady.network_pair.n1.n2.lost_share < 0.01 && run.network_pair["client-local"].n3.late_p99_ms < 1
+}
 `
 
 // metrics answers metric lookups from a map; a path not in it was not
@@ -61,6 +64,7 @@ func TestCompiledCheckRefs(t *testing.T) {
 		"correct":                {"run.linearizable", "run.lost_writes"},
 		"per workload, by index": {"phase.steady.workload.w.get.errors_by.timeout"},
 		"quiet machine":          {"phase.steady.steal_share", "run.cpu_wait_share", "run.runner_wait_share"},
+		"links as declared":      {"phase.steady.network_pair.n1.n2.lost_share", "run.network_pair.client-local.n3.late_p99_ms"},
 	}
 	for _, c := range p.Checks {
 		if !reflect.DeepEqual(c.Refs, want[c.Name]) {

@@ -100,14 +100,19 @@ func metricTree(p *plan.Plan) *metricNode {
 		return clusterTree(p, "")
 	}
 	root := clusterTree(p, "")
-	hint := fmt.Sprintf("With several clusters, only workload metrics are read here; the rest are per cluster, such as cluster.%s.phase.<name>.put.p99 or cluster.%s.run.availability.", p.Clusters[0].Name, p.Clusters[0].Name)
+	hint := fmt.Sprintf("With several clusters, only workload and network metrics are read here; the rest are per cluster, such as cluster.%s.phase.<name>.put.p99 or cluster.%s.run.availability.", p.Clusters[0].Name, p.Clusters[0].Name)
 	for _, n := range root.children[scopePhase].children {
 		onlyWorkloads(n, hint)
 	}
 	onlyWorkloads(root.children[scopeRun], hint)
 	clusters := object()
 	for _, c := range p.Clusters {
-		clusters.children[c.Name] = clusterTree(p, c.Name)
+		t := clusterTree(p, c.Name)
+		for _, n := range t.children[scopePhase].children {
+			withoutNetwork(n)
+		}
+		withoutNetwork(t.children[scopeRun])
+		clusters.children[c.Name] = t
 	}
 	root.children[scopeCluster] = clusters
 	return root
@@ -138,14 +143,65 @@ func serverNode(n *metricNode, p *plan.Plan, cluster string) {
 }
 
 // onlyWorkloads drops every metric of n but its workloads' (and the
-// correctness verdicts, which combine).
+// correctness verdicts, which combine, and the network's, which the
+// clusters share).
 func onlyWorkloads(n *metricNode, hint string) {
 	for name := range n.children {
-		if name != scopeWorkload && name != plan.MetricLinearizable && name != plan.MetricLostWrites {
+		if name != scopeWorkload && name != plan.MetricLinearizable && name != plan.MetricLostWrites && !networkMetrics[name] {
 			delete(n.children, name)
 		}
 	}
 	n.hint = hint
+}
+
+// networkMetrics are the metrics of the network fabric, which every
+// cluster of a plan shares: a run has them once, not per cluster.
+var networkMetrics = map[string]bool{
+	plan.MetricNetworkDrops: true, plan.MetricNetworkFrames: true, plan.MetricNetworkLateP99: true,
+	plan.MetricNetworkLateMax: true, plan.MetricNetworkPair: true,
+}
+
+// withoutNetwork drops the network's metrics from a cluster's scope n.
+func withoutNetwork(n *metricNode) {
+	for name := range networkMetrics {
+		delete(n.children, name)
+	}
+	n.hint = "The network's figures (network_*) are the run's, shared by its clusters: read them without cluster.<name>, such as run.network_late_p99_ms."
+}
+
+// pairNode declares network_pair.<from>.<to>.<stat> between every two of
+// the plan's hosts: every cluster's nodes and the clients of every region
+// with workloads. A Kubernetes run's load-worker pods carry traffic too;
+// their pairs are in results.json, not here.
+func pairNode(p *plan.Plan) *metricNode {
+	var hosts []string
+	for _, c := range p.Clusters {
+		for i := range c.Placement {
+			hosts = append(hosts, p.NodeHost(c.Name, i+1))
+		}
+	}
+	seen := map[string]bool{}
+	for _, w := range p.Workloads {
+		if !seen[w.Region] {
+			seen[w.Region] = true
+			hosts = append(hosts, plan.ClientHost(w.Region))
+		}
+	}
+	n := object()
+	for _, from := range hosts {
+		to := object()
+		for _, h := range hosts {
+			if h != from {
+				stats := object()
+				for _, st := range plan.PairStats {
+					stats.children[st] = leaf(cty.Number)
+				}
+				to.children[h] = stats
+			}
+		}
+		n.children[from] = to
+	}
+	return n
 }
 
 // clusterTree is the phase and run scopes over the workloads of cluster,
@@ -188,6 +244,7 @@ func clusterTree(p *plan.Plan, cluster string) *metricNode {
 	}
 	root := object()
 	phases := object()
+	pairs := pairNode(p) // read only: shared by the scopes
 	all := map[string]bool{}
 	for _, ph := range p.Phases {
 		var ws []string
@@ -202,10 +259,12 @@ func clusterTree(p *plan.Plan, cluster string) *metricNode {
 		}
 		phases.children[ph.Name] = scope(ws)
 		serverNode(phases.children[ph.Name], p, cluster)
+		phases.children[ph.Name].children[plan.MetricNetworkPair] = pairs
 	}
 	root.children[scopePhase] = phases
 	run := scope(sortedKeys(all))
 	serverNode(run, p, cluster)
+	run.children[plan.MetricNetworkPair] = pairs
 	run.children[plan.MetricLinearizable] = leaf(cty.Bool)
 	run.children[plan.MetricLostWrites] = leaf(cty.Number)
 	for w := range all {

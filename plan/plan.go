@@ -100,6 +100,19 @@ type KubernetesSpec struct {
 // NodeName is the name of node i (1-based), the same in every store.
 func NodeName(i int) string { return fmt.Sprintf("n%d", i) }
 
+// NodeHost names node i (1-based) of cluster on the network, in logs and
+// in results' network pairs: its NodeName, prefixed with its cluster's name
+// when the plan has several.
+func (p *Plan) NodeHost(cluster string, i int) string {
+	if len(p.Clusters) > 1 {
+		return cluster + "-" + NodeName(i)
+	}
+	return NodeName(i)
+}
+
+// ClientHost names the network host of the clients in region r.
+func ClientHost(r string) string { return "client-" + r }
+
 // EtcdKnobs are etcd server flags. A zero value means "the store's default".
 type EtcdKnobs struct {
 	HeartbeatInterval       Duration `json:"heartbeat_interval,omitempty"`
@@ -512,7 +525,23 @@ const (
 	MetricNetworkFrames  = "network_frames"      // frames the shaper read (what network_drops is a share of)
 	MetricNetworkLateP99 = "network_late_p99_ms" // how late the shaper handed on the 99th percentile of the packets it held, past their due time, ms
 	MetricNetworkLateMax = "network_late_max_ms" // the latest of them, ms
+	MetricNetworkPair    = "network_pair"        // <from>.<to>.<stat>: one ordered pair of hosts through the shaper (PairStats)
 )
+
+// Statistics of one ordered pair of hosts the shaper carried:
+// <scope>.network_pair.<from>.<to>.<stat>.
+const (
+	PairPackets   = "packets"     // handed on to the destination
+	PairLost      = "lost"        // dropped by the link's declared loss
+	PairCut       = "cut"         // dropped while the link was down (a partition)
+	PairDropped   = "dropped"     // dropped where no link declared it (a full queue, a refusing device)
+	PairLostShare = "lost_share"  // lost over the packets not cut: the loss the link showed, to set beside the declared one
+	PairLateP99   = "late_p99_ms" // how late the shaper handed on the 99th percentile of the pair's held packets, ms
+	PairLateMax   = "late_max_ms" // the latest of them, ms
+)
+
+// PairStats lists the statistics of a network pair.
+var PairStats = []string{PairPackets, PairLost, PairCut, PairDropped, PairLostShare, PairLateP99, PairLateMax}
 
 // PhaseStats lists the phase-wide metrics (besides the per-op ones, which are
 // also aggregated over all ops under the same names).

@@ -136,7 +136,7 @@ func (c *clusterRun) openClients(ctx context.Context) error {
 	for _, w := range c.plan.Workloads {
 		var dial stores.DialFunc
 		if c.x.fab != nil {
-			dial = c.x.fab.Host(clientHost(w.Region)).Dial
+			dial = c.x.fab.Host(plan.ClientHost(w.Region)).Dial
 		}
 		opts := stores.ClientOptions{
 			Dial:        dial,

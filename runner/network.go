@@ -19,9 +19,6 @@ import (
 // never disturbed by, the experiment.
 const observerHost = "observer"
 
-// clientHost names the host of the clients in region r.
-func clientHost(r string) string { return "client-" + r }
-
 // needsFabric reports whether a plan shapes or cuts the network.
 func needsFabric(p *plan.Plan) bool {
 	if p.Network.Shaped() {
@@ -66,7 +63,7 @@ func (x *execution) fabricHosts() []netHost {
 	for _, w := range x.plan.Workloads {
 		if !seen[w.Region] {
 			seen[w.Region] = true
-			hs = append(hs, netHost{name: clientHost(w.Region), region: w.Region})
+			hs = append(hs, netHost{name: plan.ClientHost(w.Region), region: w.Region})
 		}
 	}
 	for _, c := range x.clusters {

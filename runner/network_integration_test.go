@@ -90,8 +90,17 @@ phase "steady" {
     rate = 20
   }
 }
+
+check "links as declared" {
+  condition = (phase.steady.network_pair["client-us-east"].n1.packets > 100 && phase.steady.network_pair.n1.n2.dropped == 0 &&
+    run.network_pair.n2.n1.lost_share == 0 && run.network_pair.n1.n3.late_p99_ms < 1000)
+}
 `)
 	checkGeoLatency(t, res, "steady")
+	// A check reads the pairs, as results.json has them.
+	if len(res.Checks) != 1 || !res.Checks[0].Passed {
+		t.Errorf("checks %+v, want the pairs' check passed", res.Checks)
+	}
 }
 
 // checkGeoLatency checks a phase of geoCluster with a steady, light put

@@ -289,12 +289,7 @@ func clusterPlan(pl *plan.Plan, cluster string) *plan.Plan {
 // n2, ... with one cluster, else prefixed by the cluster's name, so that
 // workspaces, network hosts, containers and results never mix two
 // clusters' nodes.
-func (c *clusterRun) nodeName(i int) string {
-	if len(c.x.plan.Clusters) > 1 {
-		return c.spec.Name + "-" + plan.NodeName(i)
-	}
-	return plan.NodeName(i)
-}
+func (c *clusterRun) nodeName(i int) string { return c.x.plan.NodeHost(c.spec.Name, i) }
 
 // cluster returns the run's cluster named name.
 func (x *execution) cluster(name string) *clusterRun {

@@ -178,10 +178,26 @@ func TestNetworkLate(t *testing.T) {
 	for path, want := range map[string]float64{
 		"phase.steady.network_late_p99_ms": 0.35, "phase.steady.network_late_max_ms": 2.1,
 		"phase.failover.network_late_p99_ms": 4.6, "run.network_late_max_ms": 18.5,
+		"phase.failover.network_pair.n1.n3.packets": 21000, "phase.failover.network_pair.n1.n3.late_p99_ms": 6.2,
+		"phase.failover.network_pair.n1.n3.late_max_ms": 12, "phase.failover.network_pair.n1.n3.lost_share": 0,
+		"phase.failover.network_pair.n2.n3.lost": 20, "phase.failover.network_pair.n2.n3.lost_share": 20.0 / 520,
+		"phase.failover.network_pair.n2.n3.cut": 0, "phase.failover.network_pair.n2.n3.dropped": 0,
 	} {
 		if got, ok := m[path].(float64); !ok || got != want {
 			t.Errorf("%s = %v, want %v", path, m[path], want)
 		}
+	}
+	// A pair that held nothing has no lateness; one that carried nothing
+	// past a cut has no loss share (no packet met the loss draw).
+	r.Phases[1].NetworkPairs = append(r.Phases[1].NetworkPairs, NetworkPair{From: "n3", To: "n1", Cut: 40})
+	m = r.Metrics()
+	for _, path := range []string{"phase.failover.network_pair.n2.n3.late_p99_ms", "phase.failover.network_pair.n3.n1.lost_share", "phase.steady.network_pair.n1.n2.packets"} {
+		if v, ok := m[path]; ok {
+			t.Errorf("%s = %v, want absent", path, v)
+		}
+	}
+	if got := m["phase.failover.network_pair.n3.n1.cut"]; got != 40.0 {
+		t.Errorf("cut pair: %v, want 40", got)
 	}
 	var buf bytes.Buffer
 	if err := WriteSummary(&buf, r, false); err != nil {

@@ -24,6 +24,7 @@ import "github.com/coordlab/scenario/plan"
 //	<scope>.network_drops              frames the fabric lost that no link declared (Phase.NetworkDrops)
 //	<scope>.network_frames             frames the shaper read (Phase.NetworkFrames)
 //	<scope>.network_late_p99_ms, network_late_max_ms  how late the shaper handed on what it held (Phase.NetworkLate)
+//	<scope>.network_pair.<from>.<to>.<stat>  one ordered pair of hosts the shaper carried (Phase.NetworkPairs, plan.PairStats)
 //	run.linearizable, run.lost_writes  the history checker's verdict
 //	run.watch_ok                       every registry's and key watch's checker's verdict
 //	run.workload.<w>.<registry metric> a registry's own figures (plan.RegistryMetrics)
@@ -167,6 +168,26 @@ func addPhase(m map[string]any, scope string, p *Phase) {
 	if l := p.NetworkLate; l != nil {
 		m[scope+"."+plan.MetricNetworkLateP99] = l.P99MS
 		m[scope+"."+plan.MetricNetworkLateMax] = l.MaxMS
+	}
+	for _, pr := range p.NetworkPairs {
+		addPair(m, scope+"."+plan.MetricNetworkPair+"."+pr.From+"."+pr.To+".", &pr)
+	}
+}
+
+// addPair adds one network pair's statistics (plan.PairStats) under
+// prefix.
+func addPair(m map[string]any, prefix string, pr *NetworkPair) {
+	m[prefix+plan.PairPackets] = float64(pr.Packets)
+	m[prefix+plan.PairLost] = float64(pr.Lost)
+	m[prefix+plan.PairCut] = float64(pr.Cut)
+	m[prefix+plan.PairDropped] = float64(pr.Dropped)
+	// A cut packet never meets the loss draw; a dropped one has.
+	if offered := pr.Packets + pr.Lost + pr.Dropped; offered > 0 {
+		m[prefix+plan.PairLostShare] = float64(pr.Lost) / float64(offered)
+	}
+	if l := pr.Late; l != nil {
+		m[prefix+plan.PairLateP99] = l.P99MS
+		m[prefix+plan.PairLateMax] = l.MaxMS
 	}
 }
 
