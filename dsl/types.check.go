@@ -170,9 +170,10 @@ func withoutNetwork(n *metricNode) {
 }
 
 // pairNode declares network_pair.<from>.<to>.<stat> between every two of
-// the plan's hosts: every cluster's nodes and the clients of every region
-// with workloads. A Kubernetes run's load-worker pods carry traffic too;
-// their pairs are in results.json, not here.
+// the hosts a run of the plan may have: every cluster's nodes, the clients
+// of every region with workloads, and the load workers' pods of a run with
+// the kubernetes provider (which --provider may choose after the checks
+// are compiled, so they are declared whatever the file says).
 func pairNode(p *plan.Plan) *metricNode {
 	var hosts []string
 	for _, c := range p.Clusters {
@@ -185,6 +186,11 @@ func pairNode(p *plan.Plan) *metricNode {
 		if !seen[w.Region] {
 			seen[w.Region] = true
 			hosts = append(hosts, plan.ClientHost(w.Region))
+		}
+	}
+	for _, w := range p.Workloads {
+		for i := range w.WorkerCount() {
+			hosts = append(hosts, plan.WorkerHost(w.Name, i))
 		}
 	}
 	n := object()

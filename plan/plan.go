@@ -113,6 +113,14 @@ func (p *Plan) NodeHost(cluster string, i int) string {
 // ClientHost names the network host of the clients in region r.
 func ClientHost(r string) string { return "client-" + r }
 
+// WorkerHost names load worker i (0-based) of workload w with the
+// kubernetes provider: its pod and, with a network fabric, its host.
+func WorkerHost(w string, i int) string { return fmt.Sprintf("wk-%s-%d", w, i+1) }
+
+// WorkerCount is how many load workers share w with the kubernetes
+// provider: one unless it says more.
+func (w WorkloadSpec) WorkerCount() int { return max(w.Workers, 1) }
+
 // EtcdKnobs are etcd server flags. A zero value means "the store's default".
 type EtcdKnobs struct {
 	HeartbeatInterval       Duration `json:"heartbeat_interval,omitempty"`

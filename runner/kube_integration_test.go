@@ -78,11 +78,19 @@ phase "partition" {
     duration = "7s"
   }
 }
+
+check "both workers through the shaper" {
+  condition = phase.steady.network_pair["wk-w-1"].n1.packets > 50 && phase.steady.network_pair["wk-w-2"].n1.packets > 50
+}
 `, opts)
 	if res.Backend["provider"] != plan.ProviderKubernetes {
 		t.Errorf("provider %q, want kubernetes", res.Backend["provider"])
 	}
 	checkGeoLatency(t, res, "steady")
+	// A check reads the workers' pods' pairs by their hosts' names.
+	if len(res.Checks) != 1 || !res.Checks[0].Passed {
+		t.Errorf("checks %+v, want the workers' pairs' check passed", res.Checks)
+	}
 	// 20 puts a second for 10 s, from two workers together.
 	if st := phase(t, res, "steady").Total; st.Count < 180 || st.Count > 220 {
 		t.Errorf("steady phase: %d operations from two workers, want about 200", st.Count)

@@ -131,11 +131,11 @@ func (k *kubeProvider) prepare(ctx context.Context, run *process.Run, infra func
 	var werrs []error
 	k.workers = map[string][]*kube.Worker{}
 	for _, w := range k.c.plan.Workloads {
-		n := workerCount(w)
+		n := w.WorkerCount()
 		k.workers[w.Name] = make([]*kube.Worker, n)
 		for i := range n {
 			wg.Go(func() {
-				p, err := x.kube.AddWorker(ctx, workerName(w.Name, i), k.placement(w.Region))
+				p, err := x.kube.AddWorker(ctx, plan.WorkerHost(w.Name, i), k.placement(w.Region))
 				wmu.Lock()
 				defer wmu.Unlock()
 				if err != nil {
@@ -224,7 +224,7 @@ func (k *kubeProvider) workerHosts() []netHost {
 	var hs []netHost
 	for _, w := range k.c.plan.Workloads {
 		for i, p := range k.workers[w.Name] {
-			hs = append(hs, netHost{name: workerName(w.Name, i), region: w.Region, attach: k.localPID(p.UID()), pod: p.Addr()})
+			hs = append(hs, netHost{name: plan.WorkerHost(w.Name, i), region: w.Region, attach: k.localPID(p.UID()), pod: p.Addr()})
 		}
 	}
 	return hs

@@ -20,13 +20,6 @@ type loadRunner interface {
 	Run(ctx context.Context, l plan.LoadSpec, start time.Duration) (workload.Stats, error)
 }
 
-// workerCount is how many workers share w: one unless it says more.
-func workerCount(w plan.WorkloadSpec) int { return max(w.Workers, 1) }
-
-// workerName names worker i (0-based) of workload w: its pod and, with a
-// network fabric, its host.
-func workerName(w string, i int) string { return fmt.Sprintf("wk-%s-%d", w, i+1) }
-
 // remoteWorker is one worker's exec stream and the runner's end of it.
 type remoteWorker struct {
 	name   string
@@ -56,7 +49,7 @@ func (r *remoteWorker) close() {
 func (c *clusterRun) startWorkers(k *kubeProvider) error {
 	x := c.x
 	for _, w := range c.plan.Workloads {
-		n := workerCount(w)
+		n := w.WorkerCount()
 		var eps []worker.Endpoint
 		for _, ep := range c.clientEndpoints(w) {
 			eps = append(eps, worker.Endpoint{Node: ep.Node, ClientAddr: ep.ClientAddr, PeerAddr: ep.PeerAddr, Extra: ep.Extra})
