@@ -1,0 +1,122 @@
+package workload
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/coordlab/scenario/runner/metrics"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkSleeperWakeups is BenchmarkMachineStalls' counterpart for a
+// thread that sleeps: one locked OS thread of an otherwise idle process
+// blocks in read(2) on a timerfd that expires every 200 µs (the open
+// loop's spacing at 5,000 requests/s), and times each wake-up against the
+// expiry it answers. Nothing of Go's scheduler or poller is on that path,
+// so a late wake-up is the kernel's and, in a virtual machine, the host's:
+// a vCPU that halted while the thread slept is woken late. A spinning
+// thread never lets its vCPU halt, so BenchmarkMachineStalls does not see
+// this; a request due in such a wake-up is sent late by the open loop as
+// by anything else that sleeps. It reports the wake-ups later than the
+// late-start threshold (1 ms) per second, the lateness's p50, p99, p99.9
+// and largest (each timed from the expiry the thread slept for), the share
+// of expiries that passed while it still slept for an earlier one, the
+// share answered more than 1 ms after they came (late-%: what
+// BenchmarkOpenLoopLateness at 5,000/s would count as late starts had its
+// dispatcher slept as this thread did), and the machine's steal share over
+// the same time.
+//
+//	go test ./runner/workload -run '^$' -bench SleeperWakeups -benchtime 1x
+func BenchmarkSleeperWakeups(b *testing.B) {
+	for b.Loop() {
+		machine := metrics.NewMachineSampler()
+		machine.SampleAt(0)
+		began := time.Now()
+		w, err := timerfdWakeups(*latenessFor, 200*time.Microsecond)
+		if err != nil {
+			b.Fatal(err)
+		}
+		machine.SampleAt(time.Since(began))
+		late := w.lateness
+		slices.Sort(late)
+		n := len(late)
+		over := n - sortSearch(late, DefaultLateThreshold)
+		b.ReportMetric(float64(over)/latenessFor.Seconds(), fmt.Sprintf("wakeups>%v/s", DefaultLateThreshold))
+		b.ReportMetric(float64(late[n/2])/1e3, "late-p50-µs")
+		b.ReportMetric(float64(late[n*99/100])/1e3, "late-p99-µs")
+		b.ReportMetric(float64(late[n*999/1000])/1e3, "late-p999-µs")
+		b.ReportMetric(float64(late[n-1])/1e3, "late-max-µs")
+		b.ReportMetric(100*float64(w.missed)/float64(w.expiries), "missed-%")
+		// What an open loop at one request an expiry would count as late
+		// starts had it slept as this thread did: its floor on this
+		// machine, short of spinning.
+		b.ReportMetric(100*float64(w.late)/float64(w.expiries), "late-%")
+		if m := machine.Result(); m != nil {
+			b.ReportMetric(100*m.Summary.StealMeanShare, "steal-%")
+		}
+	}
+}
+
+// sortSearch is the index of the first of sorted that exceeds d.
+func sortSearch(sorted []time.Duration, d time.Duration) int {
+	i, _ := slices.BinarySearch(sorted, d+1)
+	return i
+}
+
+type wakeups struct {
+	lateness []time.Duration // of each wake-up, past the first expiry it answers
+	missed   uint64          // expiries answered by the wake-up of an earlier one
+	late     uint64          // expiries answered more than DefaultLateThreshold after they came
+	expiries uint64
+}
+
+// timerfdWakeups blocks on a periodic timerfd on a locked thread for d
+// and times every wake-up.
+func timerfdWakeups(d, period time.Duration) (wakeups, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC) // blocking: no poller
+	if err != nil {
+		return wakeups{}, fmt.Errorf("timerfd: %w", err)
+	}
+	defer unix.Close(fd)
+	now := func() int64 {
+		var ts unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		return ts.Nano()
+	}
+	start := now() + int64(period)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(start), Interval: unix.NsecToTimespec(int64(period))}
+	if err := unix.TimerfdSettime(fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
+		return wakeups{}, fmt.Errorf("timerfd: %w", err)
+	}
+	var w wakeups
+	buf := make([]byte, 8)
+	expiries := int64(0)
+	for end := start + int64(d); ; {
+		if _, err := unix.Read(fd, buf); err != nil {
+			return wakeups{}, fmt.Errorf("timerfd: %w", err)
+		}
+		t := now()
+		k := binary.LittleEndian.Uint64(buf)
+		w.missed += k - 1
+		// Timed from the expiry the thread slept for: what a request due
+		// then waits.
+		first := t - start - expiries*int64(period)
+		w.lateness = append(w.lateness, time.Duration(first))
+		for j := range int64(k) {
+			if first-j*int64(period) > int64(DefaultLateThreshold) {
+				w.late++
+			}
+		}
+		expiries += int64(k)
+		w.expiries += k
+		if t >= end {
+			return w, nil
+		}
+	}
+}
