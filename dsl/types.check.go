@@ -166,7 +166,6 @@ func withoutNetwork(n *metricNode) {
 	for name := range networkMetrics {
 		delete(n.children, name)
 	}
-	n.hint = "The network's figures (network_*) are the run's, shared by its clusters: read them without cluster.<name>, such as run.network_late_p99_ms."
 }
 
 // pairNode declares network_pair.<from>.<to>.<stat> between every two of
@@ -342,6 +341,12 @@ func (n *metricNode) resolve(trav hcl.Traversal) ([]string, *hcl.Diagnostic) {
 			// A real operation that nothing in this scope performs.
 			return nil, errorAt(step.SourceRange(), "Operation not measured here",
 				"No workload that %s covers has %q in its mix, so it has no %s metrics. %s", strings.Join(path, "."), name, name, opsHint(cur))
+		}
+		if !ok && networkMetrics[name] && len(path) >= 3 && path[0] == scopeCluster {
+			// A cluster's scope: the network is the run's (withoutNetwork).
+			return nil, errorAt(step.SourceRange(), "Network metric under a cluster",
+				"The clusters share one network, so %s is the run's, not %s's: read it without %s, such as %s.%s.",
+				name, path[1], strings.Join(path[:2], "."), strings.Join(path[2:], "."), name)
 		}
 		if !ok {
 			return nil, errorAt(step.SourceRange(), "Unknown metric",
