@@ -60,6 +60,28 @@ check "etcd kept its leader" {
 	if len(res.Clusters) != 2 || res.Clusters[0].Name != "etcd" || res.Clusters[1].Name != "zk" {
 		t.Fatalf("clusters: %+v", res.Clusters)
 	}
+	// The shared network's pairs are the run's, named by cluster, and
+	// checks read them there: the partition cut links of etcd's only (the
+	// shaper carries only the pairs a fault touches, so which pairs are
+	// present depends on the follower it picked).
+	var cut int64
+	for _, pr := range phase(t, res, "p").NetworkPairs {
+		if pr.Cut == 0 {
+			continue
+		}
+		cut += pr.Cut
+		// A follower cut off is cut from its clients too.
+		etcd := strings.HasPrefix(pr.From, "etcd-n") || strings.HasPrefix(pr.To, "etcd-n")
+		if zk := strings.HasPrefix(pr.From, "zk-n") || strings.HasPrefix(pr.To, "zk-n"); !etcd || zk {
+			t.Errorf("pair %s>%s had %d packets cut; the partition was etcd's", pr.From, pr.To, pr.Cut)
+		}
+		if v, ok := res.Lookup("phase.p.network_pair." + pr.From + "." + pr.To + ".cut"); !ok || v != float64(pr.Cut) {
+			t.Errorf("phase.p.network_pair.%s.%s.cut = %v (%v), want %d", pr.From, pr.To, v, ok, pr.Cut)
+		}
+	}
+	if cut == 0 {
+		t.Errorf("no packet cut in the partition's phase: %+v", phase(t, res, "p").NetworkPairs)
+	}
 	for _, c := range res.Clusters {
 		if !strings.HasPrefix(c.Store, map[string]string{"etcd": "etcd ", "zk": "zookeeper "}[c.Name]) {
 			t.Errorf("cluster %s: store %q", c.Name, c.Store)
