@@ -180,12 +180,8 @@ func pairNode(p *plan.Plan) *metricNode {
 			hosts = append(hosts, p.NodeHost(c.Name, i+1))
 		}
 	}
-	seen := map[string]bool{}
-	for _, w := range p.Workloads {
-		if !seen[w.Region] {
-			seen[w.Region] = true
-			hosts = append(hosts, plan.ClientHost(w.Region))
-		}
+	for _, r := range p.ClientRegions() {
+		hosts = append(hosts, plan.ClientHost(r))
 	}
 	for _, w := range p.Workloads {
 		for i := range w.WorkerCount() {

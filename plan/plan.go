@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -112,6 +113,18 @@ func (p *Plan) NodeHost(cluster string, i int) string {
 
 // ClientHost names the network host of the clients in region r.
 func ClientHost(r string) string { return "client-" + r }
+
+// ClientRegions lists the regions of the plan's workloads, each once, in
+// the order the workloads name them: one client host each (ClientHost).
+func (p *Plan) ClientRegions() []string {
+	var out []string
+	for _, w := range p.Workloads {
+		if !slices.Contains(out, w.Region) {
+			out = append(out, w.Region)
+		}
+	}
+	return out
+}
 
 // WorkerHost names load worker i (0-based) of workload w with the
 // kubernetes provider: its pod and, with a network fabric, its host.

@@ -59,12 +59,8 @@ func (x *execution) fabricHosts() []netHost {
 			hs = append(hs, netHost{name: c.nodeName(i + 1), region: r, cluster: c.spec.Name, node: i + 1})
 		}
 	}
-	seen := map[string]bool{}
-	for _, w := range x.plan.Workloads {
-		if !seen[w.Region] {
-			seen[w.Region] = true
-			hs = append(hs, netHost{name: plan.ClientHost(w.Region), region: w.Region})
-		}
+	for _, r := range x.plan.ClientRegions() {
+		hs = append(hs, netHost{name: plan.ClientHost(r), region: r})
 	}
 	for _, c := range x.clusters {
 		if k, ok := c.prov.(*kubeProvider); ok {
