@@ -43,15 +43,12 @@ type netCounts struct {
 	src netCounter
 	log *slog.Logger
 
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	first   map[string]sample   // by phase: the sample read first, until the other is
-	phases  map[string]phaseNet // by phase: those with both samples read
-	run     map[[2]string]*shaper.PairCounts
-	frames  int64
-	drops   int64
-	counted bool // some phase had both samples read
-	failed  bool // a sample could not be read: no counts at all
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	first  map[string]sample                // by phase: the sample read first, until the other is
+	phases map[string]phaseNet              // by phase: those with both samples read
+	run    map[[2]string]*shaper.PairCounts // summed over phases: their samples are gone
+	failed bool                             // a sample could not be read: no counts at all
 }
 
 // sample is a netCount read as its phase started (end false) or ended.
@@ -110,9 +107,6 @@ func (d *netCounts) add(phase string, s, e netCount) {
 	pn := phaseNet{frames: f, drops: n}
 	pn.late, pn.pairs = networkPairs(pairs)
 	d.phases[phase] = pn
-	d.frames += f
-	d.drops += n
-	d.counted = true
 }
 
 // fill waits for the samples, then sets each phase's NetworkFrames,
@@ -123,7 +117,7 @@ func (d *netCounts) fill(res *results.Results) {
 	d.wg.Wait()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.failed || !d.counted {
+	if d.failed || len(d.phases) == 0 {
 		return
 	}
 	for i := range res.Phases {
@@ -133,7 +127,11 @@ func (d *netCounts) fill(res *results.Results) {
 			p.NetworkLate, p.NetworkPairs = pn.late, pn.pairs
 		}
 	}
-	frames, drops := d.frames, d.drops
+	var frames, drops int64
+	for _, pn := range d.phases {
+		frames += pn.frames
+		drops += pn.drops
+	}
 	res.Run.NetworkFrames, res.Run.NetworkDrops = &frames, &drops
 	res.Run.NetworkLate, res.Run.NetworkPairs = networkPairs(d.run)
 }
