@@ -506,7 +506,9 @@ func TestHistogram(t *testing.T) {
 	for i := range 1000 {
 		h.record(int64(i) * 1000) // 0..999 µs
 	}
-	n, p50, p99, mx := h.summary()
+	var l Lateness
+	h.addTo(&l)
+	n, p50, p99, mx := h.summaryOf(&l)
 	if n != 1000 || p50 < 480*time.Microsecond || p50 > 520*time.Microsecond ||
 		p99 < 960*time.Microsecond || p99 > 999*time.Microsecond || mx != 999*time.Microsecond {
 		t.Errorf("summary n=%d p50=%v p99=%v max=%v", n, p50, p99, mx)

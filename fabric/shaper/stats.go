@@ -228,12 +228,6 @@ func (h *histogram) record(lateNs int64) {
 	}
 }
 
-func (h *histogram) summary() (n uint64, p50, p99, maxLate time.Duration) {
-	var l Lateness
-	h.addTo(&l)
-	return h.summaryOf(&l)
-}
-
 // summaryOf summarises l, a copy of h's counts, with h's exact largest
 // lateness in place of its bucket's middle.
 func (h *histogram) summaryOf(l *Lateness) (n uint64, p50, p99, maxLate time.Duration) {

@@ -96,7 +96,6 @@ func timerfdWakeups(d, period time.Duration) (wakeups, error) {
 	}
 	var w wakeups
 	buf := make([]byte, 8)
-	expiries := int64(0)
 	for end := start + int64(d); ; {
 		if _, err := unix.Read(fd, buf); err != nil {
 			return wakeups{}, fmt.Errorf("timerfd: %w", err)
@@ -106,14 +105,13 @@ func timerfdWakeups(d, period time.Duration) (wakeups, error) {
 		w.missed += k - 1
 		// Timed from the expiry the thread slept for: what a request due
 		// then waits.
-		first := t - start - expiries*int64(period)
+		first := t - start - int64(w.expiries)*int64(period)
 		w.lateness = append(w.lateness, time.Duration(first))
 		for j := range int64(k) {
 			if first-j*int64(period) > int64(DefaultLateThreshold) {
 				w.late++
 			}
 		}
-		expiries += int64(k)
 		w.expiries += k
 		if t >= end {
 			return w, nil
