@@ -71,7 +71,13 @@ func TestDelay(t *testing.T) {
 	if s.p50 < delay || s.p50 > delay+1500*time.Microsecond {
 		t.Errorf("median delay %v, want within [%v, %v]", s.p50, delay, delay+1500*time.Microsecond)
 	}
-	waitFor(t, time.Second, "stats settled", func() bool { st := tn.pair(0, 1); return st.Forwarded == n && st.Queued == 0 })
+	// A packet is counted forwarded before its write and timed after it,
+	// which the receiver may see first: wait for both.
+	timed := func() uint64 { got, _, _, _ := tn.r.Lateness().Summary(); return got }
+	waitFor(t, time.Second, "stats settled", func() bool {
+		st := tn.pair(0, 1)
+		return st.Forwarded == n && st.Queued == 0 && timed() >= n
+	})
 	if st := tn.pair(0, 1); st.Forwarded != n || st.Scheduled != n || st.Queued != 0 {
 		t.Errorf("stats %+v", st)
 	}
@@ -94,7 +100,7 @@ func TestDelay(t *testing.T) {
 	const more = 50
 	tn.send(0, 1, more, 200, 1000)
 	tn.recv(t, 1, more, 5*time.Second)
-	waitFor(t, time.Second, "stats settled", func() bool { return tn.pair(0, 1).Forwarded == n+more })
+	waitFor(t, time.Second, "stats settled", func() bool { return tn.pair(0, 1).Forwarded == n+more && timed() >= n+more })
 	if got, _, _, _ := tn.r.Lateness().Since(first).Summary(); got != more {
 		t.Errorf("%d packets scheduled since the snapshot, want %d", got, more)
 	}
