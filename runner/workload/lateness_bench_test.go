@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/internal/cpuhog"
+	"github.com/coordlab/scenario/internal/hrsleep"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/stores"
 )
@@ -20,7 +21,20 @@ var (
 	latenessHog = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkOpenLoopLateness, as a busy CI runner would")
 	// As scenario run --realtime.
 	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkOpenLoopLateness at real-time priority (needs CAP_SYS_NICE)")
+	latenessSleeper  = flag.String("lateness.sleeper", "blocking", "how BenchmarkOpenLoopLateness's dispatcher sleeps: blocking (the default, a blocked read(2)) or poller (a timerfd in the runtime's poller)")
 )
+
+// benchSleeper is the sleeper -lateness.sleeper names.
+func benchSleeper(b *testing.B) Option {
+	switch *latenessSleeper {
+	case "blocking":
+		return withSleeper(hrsleep.NewBlocking)
+	case "poller":
+		return withSleeper(hrsleep.New)
+	}
+	b.Fatalf("-lateness.sleeper %q: want blocking or poller", *latenessSleeper)
+	return nil
+}
 
 // sleepyStore answers after d, as a store on loopback does in about a
 // millisecond, so that requests overlap and workers park and wake.
@@ -55,7 +69,9 @@ func (s *startLag) Record(x metrics.Sample) {
 // threshold (1 ms) and the lag's p50, p99 and max. No store shares the
 // cores here, so this is the engine's own lateness; -lateness.hog N adds
 // N busy processes beside it, and -lateness.realtime runs the engine at
-// real-time priority, as scenario run --realtime does.
+// real-time priority, as scenario run --realtime does, and
+// -lateness.sleeper poller has the dispatcher sleep as it did before
+// 2026-12-04.
 //
 //	go test ./runner/workload -run '^$' -bench OpenLoopLateness -benchtime 1x
 func BenchmarkOpenLoopLateness(b *testing.B) {
@@ -66,7 +82,7 @@ func BenchmarkOpenLoopLateness(b *testing.B) {
 			spec.Clients = 50
 			for b.Loop() {
 				lag := &startLag{}
-				e, err := New(spec, sleepyStore{time.Millisecond}, func() metrics.Sink { return lag }, time.Now())
+				e, err := New(spec, sleepyStore{time.Millisecond}, func() metrics.Sink { return lag }, time.Now(), benchSleeper(b))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,0 +1,108 @@
+package hrsleep
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	benchFor   = flag.Duration("sleep.for", 3*time.Second, "how long each case of BenchmarkSleepLateness sleeps")
+	benchEvery = flag.Duration("sleep.every", 200*time.Microsecond, "how long each sleep of BenchmarkSleepLateness is")
+)
+
+// BenchmarkSleepLateness sleeps -sleep.every over and over for -sleep.for
+// on each sleeper, with nothing else to run ("idle") and beside GOMAXPROCS
+// goroutines that yield to runnable goroutines only, as the collector's
+// background sweep does ("yielders"), and reports how late the wake-ups
+// were: p50, p99, the latest, and the share later than 1 ms (what the open
+// loop counts as a late start).
+//
+//	go test ./internal/hrsleep -run '^$' -bench SleepLateness -benchtime 1x
+func BenchmarkSleepLateness(b *testing.B) {
+	sleepers := []struct {
+		name string
+		new  func(context.Context) Sleeper
+	}{{"poller", New}, {"blocking", NewBlocking}, {"timer", NewTimer}}
+	for _, busy := range []string{"idle", "yielders"} {
+		for _, sl := range sleepers {
+			b.Run(fmt.Sprintf("%s/%s", busy, sl.name), func(b *testing.B) {
+				for b.Loop() {
+					stop := make(chan struct{})
+					var wg sync.WaitGroup
+					if busy == "yielders" {
+						for range runtime.GOMAXPROCS(0) {
+							wg.Go(func() { yieldUntil(stop) })
+						}
+					}
+					lag := sleepLags(b.Context(), sl.new, *benchEvery, *benchFor)
+					close(stop)
+					wg.Wait()
+					reportLags(b, lag)
+				}
+			})
+		}
+	}
+}
+
+// yieldUntil spins, yielding the P at each turn, until stop is closed:
+// runtime.Gosched puts it on the global run queue, which the scheduler
+// reads before it polls the network.
+func yieldUntil(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		t := time.Now()
+		for time.Since(t) < 20*time.Microsecond {
+		}
+		runtime.Gosched()
+	}
+}
+
+// sleepLags sleeps every on a new sleeper for d and returns how late each
+// wake-up was, sorted.
+func sleepLags(ctx context.Context, newSleeper func(context.Context) Sleeper, every, d time.Duration) []time.Duration {
+	s := newSleeper(ctx)
+	defer s.Close()
+	start := time.Now()
+	due := every
+	var lag []time.Duration
+	for due < d {
+		if !s.Sleep(int64(due - time.Since(start))) {
+			break
+		}
+		now := time.Since(start)
+		lag = append(lag, now-due)
+		for due <= now {
+			due += every
+		}
+	}
+	slices.Sort(lag)
+	return lag
+}
+
+func reportLags(b *testing.B, lag []time.Duration) {
+	n := len(lag)
+	if n == 0 {
+		b.Fatal("no wake-ups")
+	}
+	late := len(lag) - sortIndex(lag, time.Millisecond)
+	b.ReportMetric(100*float64(late)/float64(n), "late>1ms-%")
+	b.ReportMetric(float64(lag[n/2])/1e3, "p50-µs")
+	b.ReportMetric(float64(lag[n*99/100])/1e3, "p99-µs")
+	b.ReportMetric(float64(lag[n-1])/1e3, "max-µs")
+}
+
+// sortIndex is the index of the first lag above d in sorted lag.
+func sortIndex(lag []time.Duration, d time.Duration) int {
+	i, _ := slices.BinarySearch(lag, d+1)
+	return i
+}
