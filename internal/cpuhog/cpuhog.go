@@ -1,11 +1,15 @@
 // Package cpuhog keeps CPUs busy beside a benchmark, as other work on a
 // user's CI runner does: each hog is a process of its own at the normal
-// policy and priority, busy until the benchmark ends.
+// policy and priority, busy until the benchmark ends. Yielders keep the
+// benchmark's own process busy instead.
 package cpuhog
 
 import (
 	"os/exec"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/coordlab/scenario/internal/rtprio"
 )
@@ -33,4 +37,32 @@ func Start(tb testing.TB, n int, realtime bool) {
 		}
 		tb.Cleanup(restore)
 	}
+}
+
+// Yielders starts n goroutines in tb's process, stopped when tb ends, each
+// busy in turns of 20 µs and yielding its P between turns, as the
+// collector's background sweep does: a P that runs one always has a
+// runnable goroutine, so it does not poll the network, and a goroutine
+// woken only through the runtime's poller waits for sysmon (up to 10 ms).
+func Yielders(tb testing.TB, n int) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for t := time.Now(); time.Since(t) < 20*time.Microsecond; {
+				}
+				runtime.Gosched()
+			}
+		})
+	}
+	tb.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+	})
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestSleepers(t *testing.T) {
-	for name, newSleeper := range map[string]func(context.Context) Sleeper{"New": New, "NewBlocking": NewBlocking, "NewTimer": NewTimer} {
+	for name, newSleeper := range map[string]func(context.Context) Sleeper{"New": New, "NewDual": NewDual, "NewTimer": NewTimer} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			s := newSleeper(ctx)

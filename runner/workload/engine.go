@@ -72,7 +72,6 @@ type options struct {
 	progress func(done, total int64)
 	late     time.Duration
 	log      *slog.Logger
-	sleeper  func(context.Context) hrsleep.Sleeper
 }
 
 // WithHistory calls fn for every operation sent, Preload's included, once it
@@ -92,12 +91,6 @@ func WithLateThreshold(d time.Duration) Option { return func(o *options) { o.lat
 // engines of one workload on several machines never share a writer id
 // (value tags) or a history client id.
 func WithFirstID(id int) Option { return func(o *options) { o.firstID = id } }
-
-// withSleeper sets how a Run sleeps (default hrsleep.NewBlocking), for
-// benchmarks that compare sleepers.
-func withSleeper(fn func(context.Context) hrsleep.Sleeper) Option {
-	return func(o *options) { o.sleeper = fn }
-}
 
 // WithLogger sets where the engine logs; by default it is silent.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
@@ -142,7 +135,7 @@ func New(spec plan.WorkloadSpec, client stores.Client, newSink func() metrics.Si
 		return nil, err
 	}
 	e := &Engine{spec: spec, client: client, base: base, timeout: spec.Timeout.D(), cfg: cfg,
-		opts: options{late: DefaultLateThreshold, sleeper: hrsleep.NewBlocking}}
+		opts: options{late: DefaultLateThreshold}}
 	e.slots.cfg, e.slots.newSink = cfg, newSink
 	if e.timeout == 0 {
 		e.timeout = DefaultTimeout
@@ -178,10 +171,9 @@ func (e *Engine) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) 
 		return Stats{}, err
 	}
 	// One precise sleeper serves the whole Run: its start, a closed loop's
-	// steps and an open loop's arrivals. It blocks its thread rather than
-	// wait in the runtime's poller, which a busy process polls only every
-	// 10 ms (hrsleep.NewBlocking).
-	sl := e.opts.sleeper(ctx)
+	// steps and an open loop's arrivals. NewDual, since the engine's own
+	// process is often busy: a timerfd alone waited up to 10 ms then.
+	sl := hrsleep.NewDual(ctx)
 	defer sl.Close()
 	if err := e.sleepOn(ctx, sl, start); err != nil {
 		return Stats{}, fmt.Errorf("workload %q: waiting for the load to start: %w", e.spec.Name, err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/internal/cpuhog"
-	"github.com/coordlab/scenario/internal/hrsleep"
 	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/stores"
 )
@@ -21,20 +20,8 @@ var (
 	latenessHog = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkOpenLoopLateness, as a busy CI runner would")
 	// As scenario run --realtime.
 	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkOpenLoopLateness at real-time priority (needs CAP_SYS_NICE)")
-	latenessSleeper  = flag.String("lateness.sleeper", "blocking", "how BenchmarkOpenLoopLateness's dispatcher sleeps: blocking (the default, a blocked read(2)) or poller (a timerfd in the runtime's poller)")
+	latenessYielders = flag.Int("lateness.yielders", 0, "goroutines to run beside BenchmarkOpenLoopLateness in its own process, each busy and yielding its P as the collector's background sweep does (cpuhog.Yielders)")
 )
-
-// benchSleeper is the sleeper -lateness.sleeper names.
-func benchSleeper(b *testing.B) Option {
-	switch *latenessSleeper {
-	case "blocking":
-		return withSleeper(hrsleep.NewBlocking)
-	case "poller":
-		return withSleeper(hrsleep.New)
-	}
-	b.Fatalf("-lateness.sleeper %q: want blocking or poller", *latenessSleeper)
-	return nil
-}
 
 // sleepyStore answers after d, as a store on loopback does in about a
 // millisecond, so that requests overlap and workers park and wake.
@@ -70,19 +57,20 @@ func (s *startLag) Record(x metrics.Sample) {
 // cores here, so this is the engine's own lateness; -lateness.hog N adds
 // N busy processes beside it, and -lateness.realtime runs the engine at
 // real-time priority, as scenario run --realtime does, and
-// -lateness.sleeper poller has the dispatcher sleep as it did before
-// 2026-12-04.
+// -lateness.yielders N runs N busy goroutines in the engine's own
+// process.
 //
 //	go test ./runner/workload -run '^$' -bench OpenLoopLateness -benchtime 1x
 func BenchmarkOpenLoopLateness(b *testing.B) {
 	cpuhog.Start(b, *latenessHog, *latenessRealtime)
+	cpuhog.Yielders(b, *latenessYielders)
 	for _, rate := range []float64{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("rate=%.0f", rate), func(b *testing.B) {
 			spec := testSpec()
 			spec.Clients = 50
 			for b.Loop() {
 				lag := &startLag{}
-				e, err := New(spec, sleepyStore{time.Millisecond}, func() metrics.Sink { return lag }, time.Now(), benchSleeper(b))
+				e, err := New(spec, sleepyStore{time.Millisecond}, func() metrics.Sink { return lag }, time.Now())
 				if err != nil {
 					b.Fatal(err)
 				}

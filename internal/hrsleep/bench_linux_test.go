@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordlab/scenario/internal/cpuhog"
 )
 
 var (
@@ -28,42 +29,23 @@ func BenchmarkSleepLateness(b *testing.B) {
 	sleepers := []struct {
 		name string
 		new  func(context.Context) Sleeper
-	}{{"poller", New}, {"blocking", NewBlocking}, {"timer", NewTimer}}
+	}{
+		{"dual", NewDual},
+		{"timerfd", New},
+		{"timer", NewTimer},
+	}
 	for _, busy := range []string{"idle", "yielders"} {
 		for _, sl := range sleepers {
 			b.Run(fmt.Sprintf("%s/%s", busy, sl.name), func(b *testing.B) {
+				if busy == "yielders" {
+					cpuhog.Yielders(b, runtime.GOMAXPROCS(0))
+				}
 				for b.Loop() {
-					stop := make(chan struct{})
-					var wg sync.WaitGroup
-					if busy == "yielders" {
-						for range runtime.GOMAXPROCS(0) {
-							wg.Go(func() { yieldUntil(stop) })
-						}
-					}
 					lag := sleepLags(b.Context(), sl.new, *benchEvery, *benchFor)
-					close(stop)
-					wg.Wait()
 					reportLags(b, lag)
 				}
 			})
 		}
-	}
-}
-
-// yieldUntil spins, yielding the P at each turn, until stop is closed:
-// runtime.Gosched puts it on the global run queue, which the scheduler
-// reads before it polls the network.
-func yieldUntil(stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		t := time.Now()
-		for time.Since(t) < 20*time.Microsecond {
-		}
-		runtime.Gosched()
 	}
 }
 
