@@ -292,8 +292,12 @@ func TestOpenLoopCorrectsForStalls(t *testing.T) {
 			outside++
 		}
 	}
-	if during < 40 || outside > 3 || st.LateQueued < 40 || st.LateQueued > st.LateStarts {
-		t.Errorf("stats %+v: %d requests due in the stall waited for a client, %d far from it; want about 48 and none, and late starts that waited for a client about 48", st, during, outside)
+	// A late start that did not wait for a client waited for a CPU, and a
+	// wait that long can keep both clients busy past the next arrival: a
+	// CI run's busiest minute (11 such) queued 4 far from the stall.
+	forCPU := int(st.LateStarts - st.LateQueued)
+	if during < 40 || outside > 3+forCPU || st.LateQueued < 40 || st.LateQueued > st.LateStarts {
+		t.Errorf("stats %+v: %d requests due in the stall waited for a client, %d far from it; want about 48 and none (or as many as were late for a CPU), and late starts that waited for a client about 48", st, during, outside)
 	}
 }
 
