@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/internal/cpuhog"
+	"github.com/coordlab/scenario/internal/hrsleep"
 )
 
 var (
 	latenessHog      = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkLateness, as a busy CI runner would")
 	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkLateness at real-time priority, as scenario run --realtime does (needs CAP_SYS_NICE)")
+	latenessYielders = flag.Int("lateness.yielders", 0, "goroutines that keep BenchmarkLateness's own Ps busy, yielding between 20 µs turns, as a busy runner's collector does")
 )
 
 // benchDev is a device with no channel per packet: as a source it returns
@@ -135,26 +137,36 @@ func (d *pacedDev) Write(b []byte) (int, error) {
 // and reports how late they are: late-* as the router measures it (due
 // time to the return of Write), e2e-* as the devices see it (Read to Write, minus the
 // delay). cpu-ns/pkt is the process's CPU time per packet, the paced
-// source's included. timer=go sleeps on runtime timers instead of
-// timerfds, for comparison. -lateness.hog N adds N busy processes beside
-// it, -lateness.realtime runs it at real-time priority.
+// source's included. The schedulers sleep on what runs use (timer=dual: a
+// timerfd and a read deadline) or, for comparison, on a timerfd alone
+// (timerfd, what runs used until 2026-12-05) or on runtime timers (go).
+// -lateness.hog N adds N busy processes beside it, -lateness.yielders N
+// keeps its own Ps busy, -lateness.realtime runs it at real-time priority.
 func BenchmarkLateness(b *testing.B) {
 	cpuhog.Start(b, *latenessHog, *latenessRealtime)
+	cpuhog.Yielders(b, *latenessYielders)
+	sleepers := []struct {
+		name string
+		new  func(context.Context) hrsleep.Sleeper
+	}{
+		{"dual", hrsleep.NewDual},
+		{"timerfd", hrsleep.New},
+		{"go", hrsleep.NewTimer},
+	}
 	for _, rate := range []int{1000, 50000} {
-		for _, coarse := range []bool{false, true} {
-			name := fmt.Sprintf("pps=%d/timer=%s", rate, map[bool]string{false: "timerfd", true: "go"}[coarse])
-			b.Run(name, func(b *testing.B) { benchLateness(b, float64(rate), coarse) })
+		for _, sl := range sleepers {
+			b.Run(fmt.Sprintf("pps=%d/timer=%s", rate, sl.name), func(b *testing.B) { benchLateness(b, float64(rate), sl.new) })
 		}
 	}
 }
 
-func benchLateness(b *testing.B, rate float64, coarse bool) {
+func benchLateness(b *testing.B, rate float64, newSleeper func(context.Context) hrsleep.Sleeper) {
 	const delay = 10 * time.Millisecond
 	stop := make(chan struct{})
 	src := &pacedDev{rate: rate, n: b.N, sent: make([]time.Time, b.N), stop: stop}
 	dst := &pacedDev{n: b.N, arrived: make([]time.Time, b.N), stop: stop, done: make(chan struct{})}
 	r := New(Options{})
-	r.coarse = coarse
+	r.newSleeper = newSleeper
 	if err := r.AddHost(0, hostAddr(0), src); err != nil {
 		b.Fatal(err)
 	}

@@ -33,7 +33,9 @@
 // sleeps on a timerfd read through the runtime's poller: the runtime's own
 // timers are rounded to milliseconds when the process is idle
 // (epoll_pwait), a timerfd is not, so packets leave ~50–100 µs after their
-// due time instead of up to ~1 ms. Elsewhere it uses a time.Timer.
+// due time instead of up to ~1 ms. A read deadline 100 µs later wakes it
+// when the process is too busy to poll (hrsleep.NewDual). Elsewhere it
+// uses a time.Timer.
 //
 // # Timing rules
 //

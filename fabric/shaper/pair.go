@@ -5,8 +5,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-
-	"github.com/coordlab/scenario/internal/hrsleep"
 )
 
 // maxBatch bounds the packets one wake-up takes off the queue before
@@ -62,11 +60,7 @@ func (p *pair) write(ctx context.Context, r *Router, b []byte) {
 // schedule is the pair's goroutine: it sleeps until the head packet is
 // due, then writes every packet that is due, in order.
 func (r *Router) schedule(ctx context.Context, p *pair) {
-	newSleeper := hrsleep.New
-	if r.coarse {
-		newSleeper = hrsleep.NewTimer
-	}
-	sl := newSleeper(ctx)
+	sl := r.newSleeper(ctx)
 	defer sl.Close()
 	h := p.hist.Load()
 	batch := make([]*packet, 0, maxBatch)

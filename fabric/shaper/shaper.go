@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coordlab/scenario/internal/hrsleep"
 )
 
 // Link is the shaping of one direction between two hosts. The zero Link
@@ -116,9 +118,11 @@ type Router struct {
 	log   *slog.Logger
 	epoch time.Time // origin of the monotonic nanosecond clock of now
 
-	// coarse makes schedulers sleep on the runtime's timers instead of
-	// timerfds (tests and benchmarks compare the two).
-	coarse bool
+	// newSleeper makes each pair scheduler's sleeper: hrsleep.NewDual,
+	// whose read deadline wakes a scheduler on time while the runner's Ps
+	// are busy (a timerfd alone then waits for sysmon, up to 10 ms), or
+	// another that benchmarks compare with it.
+	newSleeper func(context.Context) hrsleep.Sleeper
 
 	mu      sync.Mutex
 	hosts   []*host
@@ -170,14 +174,15 @@ func New(opts Options) *Router {
 		limit = DefaultQueueLimit
 	}
 	r := &Router{
-		opts:   opts,
-		limit:  limit,
-		hlen:   max(opts.HeaderLen, 0),
-		log:    log,
-		epoch:  time.Now(),
-		byID:   map[int]*host{},
-		links:  map[[2]int]Link{},
-		byAddr: map[[4]byte]int{},
+		opts:       opts,
+		limit:      limit,
+		hlen:       max(opts.HeaderLen, 0),
+		log:        log,
+		epoch:      time.Now(),
+		newSleeper: hrsleep.NewDual,
+		byID:       map[int]*host{},
+		links:      map[[2]int]Link{},
+		byAddr:     map[[4]byte]int{},
 	}
 	if a := opts.MarkAddr.Unmap(); a.Is4() {
 		r.mark, r.marks = a.As4(), true

@@ -1,7 +1,8 @@
 // Package hrsleep sleeps precisely: on Linux on a timerfd, a kernel
 // hrtimer that wakes the runtime's poller at once, instead of a runtime
 // timer, which an idle Go process serves up to about a millisecond late.
-// The shaper's schedulers and the open-loop dispatcher sleep on it.
+// The shaper's schedulers and the open-loop dispatcher sleep on it
+// (NewDual).
 package hrsleep
 
 import (

@@ -45,8 +45,8 @@ func New(ctx context.Context) Sleeper { return newTimerfd(ctx, false) }
 // NewDual returns a timerfd sleeper that also wakes on a read deadline (a
 // runtime timer) shortly after the timerfd's expiry, or a runtime timer
 // where no timerfd can be made. It wakes on time whether the process is
-// idle or busy, at the cost of a few microseconds a sleep. The shaper's
-// schedulers keep New: with the deadline their lateness did not improve.
+// idle or busy, at the cost of a few microseconds a sleep. The open-loop
+// dispatcher and the shaper's schedulers sleep on it.
 func NewDual(ctx context.Context) Sleeper { return newTimerfd(ctx, true) }
 
 // newTimerfd returns a timerfd sleeper, with a read deadline or not.
