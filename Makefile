@@ -59,10 +59,11 @@ test-kube:
 	$(GO) test -race -p 1 -count=1 -timeout 20m -run '^TestKube' ./runner/ ./cmd/scenario/
 
 # Benchmarks: our closed-loop engine against etcd's own benchmark tool on one
-# cluster, reported as ratios.
+# cluster, reported as ratios. Built as the command is (CGO_ENABLED=0, a
+# static binary, as etcd's tool is too), not as go test builds by default.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./bench/
-	$(GO) test -run '^$$' -bench . ./fabric/shaper/
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./bench/
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . ./fabric/shaper/
 
 # The language and the whole command line for 10 minutes each, then every
 # other parser for a minute each.
