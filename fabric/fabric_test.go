@@ -38,20 +38,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func needFabric(t *testing.T) {
+func needFabric(t testing.TB) {
 	t.Helper()
 	if err := Available(); err != nil {
 		t.Skipf("needs network namespaces and TUN: %v", err)
 	}
 }
 
-func newFabric(t *testing.T, names ...string) *Fabric {
+func newFabric(t testing.TB, names ...string) *Fabric {
 	t.Helper()
 	return newFabricWith(t, Options{}, names...)
 }
 
 // newFabricWith is newFabric with options (RunID and Seed are set here).
-func newFabricWith(t *testing.T, opts Options, names ...string) *Fabric {
+func newFabricWith(t testing.TB, opts Options, names ...string) *Fabric {
 	t.Helper()
 	needFabric(t)
 	if opts.Kernel {
@@ -98,7 +98,7 @@ func both(f *Fabric, a, b string, l shaper.Link) {
 }
 
 // listenIn listens inside h's namespace.
-func listenIn(t *testing.T, h *Host, network string) (addr string, ln net.Listener, pc net.PacketConn) {
+func listenIn(t testing.TB, h *Host, network string) (addr string, ln net.Listener, pc net.PacketConn) {
 	t.Helper()
 	err := inNetns(h.NetnsPath(), func() error {
 		var err error
@@ -143,7 +143,7 @@ type echoConn struct {
 	r *bufio.Reader
 }
 
-func dialEcho(t *testing.T, f *Fabric, a, b string) *echoConn {
+func dialEcho(t testing.TB, f *Fabric, a, b string) *echoConn {
 	t.Helper()
 	addr, ln, _ := listenIn(t, f.Host(b), "tcp")
 	go func() {
@@ -165,7 +165,7 @@ func dialEcho(t *testing.T, f *Fabric, a, b string) *echoConn {
 }
 
 // roundTrips times n ping-pongs on the connection.
-func (e *echoConn) roundTrips(t *testing.T, n int) []time.Duration {
+func (e *echoConn) roundTrips(t testing.TB, n int) []time.Duration {
 	t.Helper()
 	rtts := make([]time.Duration, 0, n)
 	for i := range n {
