@@ -44,7 +44,8 @@ func BenchmarkSleeperWakeups(b *testing.B) {
 		late := w.lateness
 		slices.Sort(late)
 		n := len(late)
-		over := n - sortSearch(late, DefaultLateThreshold)
+		within, _ := slices.BinarySearch(late, DefaultLateThreshold+1)
+		over := n - within
 		b.ReportMetric(float64(over)/latenessFor.Seconds(), fmt.Sprintf("wakeups>%v/s", DefaultLateThreshold))
 		b.ReportMetric(float64(late[n/2])/1e3, "late-p50-µs")
 		b.ReportMetric(float64(late[n*99/100])/1e3, "late-p99-µs")
@@ -59,12 +60,6 @@ func BenchmarkSleeperWakeups(b *testing.B) {
 			b.ReportMetric(100*m.Summary.StealMeanShare, "steal-%")
 		}
 	}
-}
-
-// sortSearch is the index of the first of sorted that exceeds d.
-func sortSearch(sorted []time.Duration, d time.Duration) int {
-	i, _ := slices.BinarySearch(sorted, d+1)
-	return i
 }
 
 type wakeups struct {
