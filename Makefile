@@ -64,6 +64,8 @@ test-kube:
 bench: build
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./bench/
 	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . ./fabric/shaper/
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench . -benchtime 1x ./internal/hrsleep/
+	CGO_ENABLED=0 $(GO) test -run '^$$' -bench BusyRoundTrip -benchtime 300x ./fabric/
 
 # The language and the whole command line for 10 minutes each, then every
 # other parser for a minute each.
