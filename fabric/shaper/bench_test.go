@@ -17,7 +17,7 @@ import (
 var (
 	latenessHog      = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkLateness, as a busy CI runner would")
 	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkLateness at real-time priority, as scenario run --realtime does (needs CAP_SYS_NICE)")
-	latenessYielders = flag.Int("lateness.yielders", 0, "goroutines that keep BenchmarkLateness's own Ps busy, yielding between 20 µs turns, as a busy runner's collector does")
+	latenessYielders = flag.Int("lateness.yielders", 0, "goroutines that keep BenchmarkLateness's own Ps busy, yielding between 20 µs turns, as the garbage collector's background sweep does")
 )
 
 // benchDev is a device with no channel per packet: as a source it returns
