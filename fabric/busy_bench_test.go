@@ -47,6 +47,7 @@ func BenchmarkBusyRoundTrip(b *testing.B) {
 			b.ReportMetric(ms(rtts[n/2]), "rtt-excess-p50-ms")
 			b.ReportMetric(ms(rtts[n*99/100]), "rtt-excess-p99-ms")
 			b.ReportMetric(float64(late)/1e6, "shaper-late-p99-ms")
+			b.ReportMetric(float64(f.router.ReadersWoken())/float64(n), "readers-woken/rtt")
 		})
 	}
 }

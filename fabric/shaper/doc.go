@@ -12,7 +12,8 @@
 // One goroutine per host reads its device into pooled buffers (on Linux
 // up to 16 frames in one io_uring submission of reads that never wait,
 // instead of a read(2) a frame, and on the runtime's poller when the
-// device is empty; package uring), looks up
+// device is empty; package uring; a watcher wakes a reader the poller
+// leaves waiting on a readable device while the process is busy), looks up
 // the destination host by the packet's destination address and consults
 // the link of the pair in a table that SetLink republishes whole through
 // an atomic pointer, so the hot path takes no global lock. Down and Loss

@@ -37,6 +37,16 @@ func (r *Router) ringReadLoop(ctx context.Context, h *host) (bool, error) {
 	defer ring.Close()
 	stop := context.AfterFunc(ctx, func() { dl.SetReadDeadline(time.Now()) })
 	defer stop()
+	// Watched by its number: if the device closes first, the watcher
+	// polls a closed or reused descriptor until the reader stops, which at
+	// worst wakes this reader for nothing.
+	wait := &readerWait{}
+	var fd int32 = -1
+	rc.Control(func(f uintptr) { fd = int32(f) })
+	if fd >= 0 {
+		wait = r.watch.add(fd, dl)
+		defer r.watch.remove(wait)
+	}
 	pks := make([]*packet, ringReadBufs)
 	bufs := make([][]byte, ringReadBufs)
 	for i := range pks {
@@ -61,8 +71,14 @@ func (r *Router) ringReadLoop(ctx context.Context, h *host) (bool, error) {
 		// waits on the poller for the device to have a frame whenever no
 		// read found one.
 		err := rc.Read(func(fd uintptr) bool {
+			wait.parked.Store(false)
 			readErr = ring.Reads(int(fd), bufs[:want], res[:want])
-			return readErr != nil || !allAgain(res[:want])
+			if readErr != nil || !allAgain(res[:want]) {
+				return true
+			}
+			// Waits on the poller next.
+			wait.parked.Store(true)
+			return false
 		})
 		if err == nil {
 			err = readErr

@@ -144,6 +144,7 @@ type Router struct {
 
 	plainReads  sync.Once    // logs once that readers read frame by frame
 	ringReaders atomic.Int32 // readers that read their device through an io_uring
+	watch       *readerWatch // wakes ring readers the poller left waiting
 }
 
 type linkTable struct {
@@ -180,6 +181,7 @@ func New(opts Options) *Router {
 		log:        log,
 		epoch:      time.Now(),
 		newSleeper: hrsleep.NewDual,
+		watch:      newReaderWatch(),
 		byID:       map[int]*host{},
 		links:      map[[2]int]Link{},
 		byAddr:     map[[4]byte]int{},
@@ -306,6 +308,8 @@ func (r *Router) Run(ctx context.Context) error {
 		runErr  error
 	)
 	r.log.Debug("shaper running", "hosts", len(hosts), "engage", r.opts.Engage)
+	var watcher sync.WaitGroup
+	watcher.Go(func() { r.watch.run(ctx) })
 	for _, h := range hosts {
 		readers.Go(func() {
 			if err := r.readLoop(ctx, h); err != nil {
@@ -318,10 +322,11 @@ func (r *Router) Run(ctx context.Context) error {
 	readers.Wait()
 	cancel()
 	r.schedulers.Wait()
+	watcher.Wait()
 	if runErr != nil {
-		r.log.Error("shaper stopped", "err", runErr)
+		r.log.Error("shaper stopped", "err", runErr, "readers woken", r.watch.kicks.Load())
 	} else {
-		r.log.Debug("shaper stopped")
+		r.log.Debug("shaper stopped", "readers woken", r.watch.kicks.Load())
 	}
 	return runErr
 }

@@ -126,6 +126,11 @@ func (r *Router) FramesRead() uint64 {
 // here).
 func (r *Router) RingReaders() int { return int(r.ringReaders.Load()) }
 
+// ReadersWoken reports how many times a ring reader was found waiting on a
+// device with frames in it and woken (see readerWatch): each is a frame
+// the runtime's poller had left waiting for more than a millisecond.
+func (r *Router) ReadersWoken() uint64 { return r.watch.kicks.Load() }
+
 // Queued reports how many packets of the pair from→to are held right now
 // (waiting for their due time or being written); 0 for ids not added.
 func (r *Router) Queued(from, to int) int64 {
