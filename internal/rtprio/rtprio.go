@@ -18,3 +18,7 @@ const Priority = 1
 // begins at the normal policy, SCHED_RESET_ON_FORK) are raised too. A
 // runtime starts most of its threads in the first second and few after.
 const scanEvery = 100 * time.Millisecond
+
+// cloneSettle is how long stop waits, once every thread is back, before
+// it looks again for threads whose clone had begun under a raised parent.
+const cloneSettle = 10 * time.Millisecond

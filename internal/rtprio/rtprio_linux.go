@@ -21,14 +21,14 @@ func Raise(prio int) (stop func(), err error) {
 		return nil, fmt.Errorf("read the scheduling policy: %w", err)
 	}
 	back := unix.SchedAttr{Policy: was.Policy, Priority: was.Priority, Nice: was.Nice}
-	restore := func() { _ = eachThread(back) }
+	restore := func() { putBack(back) }
 	fifo := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(prio), Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 	// The caller's own thread first: where the process may not raise
 	// itself, nothing has changed when this fails.
 	if err := unix.SchedSetAttr(0, &fifo, 0); err != nil {
 		return nil, fmt.Errorf("SCHED_FIFO %d: %w (it needs CAP_SYS_NICE, and in a container a real-time budget: docker run --cap-add SYS_NICE, and with cgroup v1 --cpu-rt-runtime)", prio, err)
 	}
-	if err := eachThread(fifo); err != nil {
+	if _, err := eachThread(fifo); err != nil {
 		restore()
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func Raise(prio int) (stop func(), err error) {
 			case <-done:
 				return
 			case <-t.C:
-				_ = eachThread(fifo)
+				_, _ = eachThread(fifo)
 			}
 		}
 	})
@@ -66,12 +66,32 @@ func same(cur, attr unix.SchedAttr) bool {
 	return attr.Policy == unix.SCHED_FIFO || cur.Nice == attr.Nice
 }
 
+// putBack gives every thread attr, passing over the threads again until a
+// pass changes none, and once more a little later. One pass is not enough:
+// a thread still raised while the pass runs may start a thread, and the
+// kernel starts it at the normal policy and nice 0 (SCHED_RESET_ON_FORK),
+// not at attr's nice; the thread shows in /proc only once its clone ends,
+// which may be after a pass that found nothing to change. Once every
+// thread is at attr, every thread started later inherits attr.
+func putBack(attr unix.SchedAttr) {
+	for range 100 {
+		if n, _ := eachThread(attr); n > 0 {
+			continue
+		}
+		time.Sleep(cloneSettle)
+		if n, _ := eachThread(attr); n == 0 {
+			return
+		}
+	}
+}
+
 // eachThread gives every thread of the process whose policy or nice value
-// differs the policy of attr. A thread that ended meanwhile is skipped.
-func eachThread(attr unix.SchedAttr) error {
+// differs the policy of attr, and returns how many it changed. A thread
+// that ended meanwhile is skipped.
+func eachThread(attr unix.SchedAttr) (changed int, err error) {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
-		return fmt.Errorf("list the threads: %w", err)
+		return 0, fmt.Errorf("list the threads: %w", err)
 	}
 	var errs []error
 	for _, t := range tasks {
@@ -83,9 +103,12 @@ func eachThread(attr unix.SchedAttr) error {
 			continue
 		}
 		a := attr
-		if err := unix.SchedSetAttr(tid, &a, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		switch err := unix.SchedSetAttr(tid, &a, 0); {
+		case err == nil:
+			changed++
+		case !errors.Is(err, unix.ESRCH):
 			errs = append(errs, fmt.Errorf("thread %d: %w", tid, err))
 		}
 	}
-	return errors.Join(errs...)
+	return changed, errors.Join(errs...)
 }

@@ -37,7 +37,7 @@ func TestRaise(t *testing.T) {
 	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: 5}, 0); err != nil {
 		t.Fatal(err)
 	}
-	defer eachThread(unix.SchedAttr{Policy: unix.SCHED_NORMAL})
+	defer putBack(unix.SchedAttr{Policy: unix.SCHED_NORMAL})
 	stop, err := Raise(Priority)
 	if errors.Is(err, unix.EPERM) {
 		t.Skipf("this process may not take real-time priority (needs CAP_SYS_NICE): %v", err)
