@@ -11,7 +11,10 @@ import (
 	"github.com/coordlab/scenario/internal/cpuhog"
 )
 
-var busyYielders = flag.Int("busy.yielders", 2, "goroutines that keep BenchmarkBusyRoundTrip's Ps busy in its busy case, yielding between 20 µs turns")
+var (
+	busyYielders   = flag.Int("busy.yielders", 2, "goroutines that keep BenchmarkBusyRoundTrip's Ps busy in its busy case, yielding between 20 µs turns")
+	busyPlainReads = flag.Bool("busy.plain-reads", false, "BenchmarkBusyRoundTrip's shaper reads each frame with read(2), as where io_uring is missing or forbidden")
+)
 
 // BenchmarkBusyRoundTrip times TCP round trips over a link of 20 ms RTT,
 // with the process idle and with its Ps kept busy by yielding goroutines
@@ -27,7 +30,7 @@ func BenchmarkBusyRoundTrip(b *testing.B) {
 	const delay = 10 * time.Millisecond
 	for _, busy := range []bool{false, true} {
 		b.Run(fmt.Sprintf("busy=%t", busy), func(b *testing.B) {
-			f := newFabric(b, "a", "b")
+			f := newFabricWith(b, Options{PlainReads: *busyPlainReads}, "a", "b")
 			both(f, "a", "b", shaper.Link{Delay: delay})
 			e := dialEcho(b, f, "a", "b")
 			e.roundTrips(b, 10)

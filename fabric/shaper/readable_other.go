@@ -2,7 +2,10 @@
 
 package shaper
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // pollSet is not available here: readers wait for the runtime's poller
 // alone.
@@ -11,3 +14,6 @@ type pollSet struct{}
 func (p *pollSet) set([]int32) {}
 
 func (p *pollSet) readable([]bool) error { return errors.New("poll(2) is not available") }
+
+// watchedRead is nil here: readers read with the device's own Read.
+func watchedRead(syscall.RawConn, *readerWait) func([]byte) (int, error) { return nil }

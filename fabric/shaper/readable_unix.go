@@ -2,7 +2,11 @@
 
 package shaper
 
-import "golang.org/x/sys/unix"
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // pollSet tells which of a set of descriptors have something to read,
 // without waiting (poll(2) with a zero timeout).
@@ -33,4 +37,33 @@ func (p *pollSet) readable(ready []bool) error {
 		ready[i] = p.pfds[i].Revents&unix.POLLIN != 0
 	}
 	return nil
+}
+
+// watchedRead reads one frame from rc into b, as an *os.File's Read does,
+// and marks wait parked while it waits on the runtime's poller.
+func watchedRead(rc syscall.RawConn, wait *readerWait) func([]byte) (int, error) {
+	return func(b []byte) (int, error) {
+		var (
+			n       int
+			readErr error
+		)
+		err := rc.Read(func(fd uintptr) bool {
+			wait.parked.Store(false)
+			for {
+				n, readErr = unix.Read(int(fd), b)
+				if readErr != unix.EINTR {
+					break
+				}
+			}
+			if readErr == unix.EAGAIN {
+				wait.parked.Store(true)
+				return false
+			}
+			return true
+		})
+		if err == nil {
+			err = readErr
+		}
+		return max(n, 0), err
+	}
 }

@@ -45,7 +45,8 @@ func newFDDev(t *testing.T) *fdDev {
 
 // TestReadsThroughRing sends frames of every size class over a delayed link
 // and a direct one, and checks they arrive whole and in order, with both
-// devices read through an io_uring (or, with PlainReads, neither). A burst
+// devices read through an io_uring (or, with PlainReads, neither), and
+// both readers watched (readerWatch) whichever way they read. A burst
 // makes each wake-up of the reader find many; a trickle, frames a few
 // microseconds apart, makes batches start on an empty device and find
 // frames that arrive while they run (a reader that waited on its first
@@ -155,6 +156,9 @@ func TestReadsThroughRing(t *testing.T) {
 			if readers, want := r.RingReaders(), map[bool]int{false: 2, true: 0}[plain]; readers != want {
 				t.Errorf("%d hosts read through a ring, want %d", readers, want)
 			}
+			// Either way the watcher knows both readers, and that they
+			// wait on the poller once the devices are empty.
+			waitFor(t, 10*time.Second, "both readers watched and parked", func() bool { return r.watch.parked() == 2 })
 		})
 	}
 }

@@ -37,16 +37,8 @@ func (r *Router) ringReadLoop(ctx context.Context, h *host) (bool, error) {
 	defer ring.Close()
 	stop := context.AfterFunc(ctx, func() { dl.SetReadDeadline(time.Now()) })
 	defer stop()
-	// Watched by its number: if the device closes first, the watcher
-	// polls a closed or reused descriptor until the reader stops, which at
-	// worst wakes this reader for nothing.
-	wait := &readerWait{}
-	var fd int32 = -1
-	rc.Control(func(f uintptr) { fd = int32(f) })
-	if fd >= 0 {
-		wait = r.watch.add(fd, dl)
-		defer r.watch.remove(wait)
-	}
+	wait, unwatch := r.watched(rc, dl)
+	defer unwatch()
 	pks := make([]*packet, ringReadBufs)
 	bufs := make([][]byte, ringReadBufs)
 	for i := range pks {
@@ -116,6 +108,21 @@ func (r *Router) ringReadLoop(ctx context.Context, h *host) (bool, error) {
 		}
 		want = min(max(2*got, 2), ringReadBufs)
 	}
+}
+
+// watched registers the reader of rc with the router's watcher, by its
+// descriptor's number: if the device closes first, the watcher polls a
+// closed or reused descriptor until the reader stops, which at worst wakes
+// the reader for nothing. The reader reports through wait whether it waits
+// on the poller; unwatch ends the watch.
+func (r *Router) watched(rc syscall.RawConn, dl deadliner) (wait *readerWait, unwatch func()) {
+	var fd int32 = -1
+	rc.Control(func(f uintptr) { fd = int32(f) })
+	if fd < 0 {
+		return &readerWait{}, func() {}
+	}
+	wait = r.watch.add(fd, dl)
+	return wait, func() { r.watch.remove(wait) }
 }
 
 // allAgain reports whether every read of a batch found the device empty.

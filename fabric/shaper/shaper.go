@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coordlab/scenario/internal/hrsleep"
@@ -341,6 +342,19 @@ func (r *Router) readLoop(ctx context.Context, h *host) error {
 		stop := context.AfterFunc(ctx, func() { dl.SetReadDeadline(time.Now()) })
 		defer stop()
 	}
+	// Frame by frame through the device's descriptor where it has one, so
+	// that the watcher knows when the reader waits and wakes it on a busy
+	// process, as it wakes ring readers.
+	read := h.dev.Read
+	if sc, ok := h.dev.(syscall.Conn); ok && dl != nil {
+		if rc, err := sc.SyscallConn(); err == nil {
+			wait, unwatch := r.watched(rc, dl)
+			defer unwatch()
+			if f := watchedRead(rc, wait); f != nil {
+				read = f
+			}
+		}
+	}
 	// The device is read into a pooled buffer of the largest frame.
 	// Unshaped packets are written from it; a queued frame too large for a
 	// small buffer takes it into the queue whole and the reader draws
@@ -349,7 +363,7 @@ func (r *Router) readLoop(ctx context.Context, h *host) error {
 	defer func() { putPacket(rb.pk) }()
 	rng := rand.New(rand.NewPCG(uint64(r.opts.Seed), uint64(h.idx)))
 	for {
-		n, err := h.dev.Read(rb.pk.b[:cap(rb.pk.b)])
+		n, err := read(rb.pk.b[:cap(rb.pk.b)])
 		if err != nil {
 			if strayDeadline(ctx, dl, err) {
 				continue

@@ -98,3 +98,16 @@ func TestNextWatchTick(t *testing.T) {
 		})
 	}
 }
+
+// parked is how many watched readers wait on the poller.
+func (w *readerWatch) parked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for rw := range w.waits {
+		if rw.parked.Load() {
+			n++
+		}
+	}
+	return n
+}
