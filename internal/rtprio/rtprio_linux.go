@@ -28,7 +28,7 @@ func Raise(prio int) (stop func(), err error) {
 	if err := unix.SchedSetAttr(0, &fifo, 0); err != nil {
 		return nil, fmt.Errorf("SCHED_FIFO %d: %w (it needs CAP_SYS_NICE, and in a container a real-time budget: docker run --cap-add SYS_NICE, and with cgroup v1 --cpu-rt-runtime)", prio, err)
 	}
-	if _, err := eachThread(fifo); err != nil {
+	if err := raiseAll(fifo); err != nil {
 		restore()
 		return nil, err
 	}
@@ -54,6 +54,20 @@ func Raise(prio int) (stop func(), err error) {
 			restore()
 		})
 	}, nil
+}
+
+// raiseAll gives every thread attr, passing over the threads again until
+// a pass changes none: a thread that a thread not yet raised starts during
+// a pass begins at the normal policy, and would otherwise wait for the
+// scanner's next tick.
+func raiseAll(attr unix.SchedAttr) error {
+	for range 100 {
+		n, err := eachThread(attr)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+	return nil
 }
 
 // same reports whether a thread at cur already has attr. A real-time
