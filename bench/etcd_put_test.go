@@ -26,6 +26,8 @@ var (
 		"also run the breakdown contenders (engine with a plain clientv3 client, plain loops) that show where our overhead lies")
 	gcDefault = flag.Bool("gc-default", false,
 		"also run scenario with Go's default GC percent instead of the runner's GC headroom (internal/gcbudget), to show what the headroom buys")
+	freshProcess = flag.Bool("fresh-process", true,
+		"run each of our contenders in a fresh process of this test binary, as etcd's tool runs in one of its own, and count that whole process's CPU and page faults; false runs them in this process after handing its heap back to the OS, counting the run alone, so that one -cpuprofile splits by contender")
 )
 
 // rounds is the fewest runs of each contender per case. Runs alternate
@@ -64,6 +66,14 @@ type contender struct {
 	// command gives its whole process (internal/gcbudget); the others run
 	// at Go's default, as etcd's tool does.
 	gcBudget bool
+	// external is a contender that is a program of its own (etcd's tool),
+	// measured by its process. The others are this package's code, run in
+	// a fresh process of this test binary (runFresh) unless
+	// -fresh-process=false.
+	external bool
+	// with is the flag that adds the contender to the benchmark, "" for
+	// one that always runs.
+	with string
 }
 
 // ours is the contender whose ratio is reported as the benchmark's metric:
@@ -78,28 +88,28 @@ func tool(bin string) func(ctx context.Context, leader stores.Endpoint, c putCas
 	}
 }
 
-func contenders(bins binaries) []contender {
-	cs := []contender{
-		{name: "etcd benchmark", run: tool(bins.benchmark)},
+// allContenders is every contender, whichever flags add it.
+func allContenders(bins binaries) []contender {
+	return []contender{
+		{name: "etcd benchmark", run: tool(bins.benchmark), external: true},
 		{name: ours, run: runOurs(plan.ClientSpec{}), gcBudget: true},
+		{name: "scenario,GOGC=100", run: runOurs(plan.ClientSpec{}), with: "gc-default"},
+		// What a scenario pays for client { require_leader = true }.
+		{name: "scenario,require_leader=true", run: runOurs(plan.ClientSpec{RequireLeader: new(true)}), gcBudget: true, with: "breakdown"},
+		{name: "engine+deadline", run: runEnginePlain(true, false), gcBudget: true, with: "breakdown"},
+		{name: "engine+leader", run: runEnginePlain(false, true), gcBudget: true, with: "breakdown"},
+		{name: "engine+plain", run: runEnginePlain(false, false), gcBudget: true, with: "breakdown"},
+		{name: "loop,pinned", run: runLoop, with: "breakdown"},
+		// etcd's tool as released, but linking our versions of gRPC,
+		// x/net and protobuf: what the libraries alone change.
+		{name: "etcd benchmark,our libraries", run: tool(bins.benchmarkOurLibs), external: true, with: "breakdown"},
 	}
-	if *gcDefault {
-		cs = append(cs, contender{name: "scenario,GOGC=100", run: runOurs(plan.ClientSpec{})})
-	}
-	if *breakdown {
-		cs = append(cs,
-			// What a scenario pays for client { require_leader = true }.
-			contender{name: "scenario,require_leader=true", run: runOurs(plan.ClientSpec{RequireLeader: new(true)}), gcBudget: true},
-			contender{name: "engine+deadline", run: runEnginePlain(true, false), gcBudget: true},
-			contender{name: "engine+leader", run: runEnginePlain(false, true), gcBudget: true},
-			contender{name: "engine+plain", run: runEnginePlain(false, false), gcBudget: true},
-			contender{name: "loop,pinned", run: runLoop},
-			// etcd's tool as released, but linking our versions of gRPC,
-			// x/net and protobuf: what the libraries alone change.
-			contender{name: "etcd benchmark,our libraries", run: tool(bins.benchmarkOurLibs)},
-		)
-	}
-	return cs
+}
+
+// contenders is the contenders the flags ask for, etcd's tool first.
+func contenders(bins binaries) []contender {
+	added := map[string]bool{"": true, "gc-default": *gcDefault, "breakdown": *breakdown}
+	return slices.DeleteFunc(allContenders(bins), func(ct contender) bool { return !added[ct.with] })
 }
 
 // caseResult holds every run of one case: runs[i][r] is contender i's run
@@ -197,14 +207,8 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 			if err != nil {
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
 			}
-			// Every run of ours starts from a heap returned to the OS, as
-			// each run of etcd's tool starts in a fresh process: otherwise
-			// a contender that runs after another of ours reuses the pages
-			// that one faulted in, and the first after etcd's tool pays
-			// for them all (at 1 client, 4% of its CPU per request).
-			debug.FreeOSMemory()
 			rctx, cancel := context.WithTimeout(ctx, runTimeout)
-			m, err := withGCBudget(rctx, ct.gcBudget, func() (measurement, error) { return labelled(rctx, ct, c, leader, theirs) })
+			m, err := runOnce(rctx, ct, c, leader, theirs)
 			cancel()
 			if err != nil {
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
@@ -217,6 +221,23 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 		}
 	}
 	return r, nil
+}
+
+// runOnce runs ct once: in a process of its own, as etcd's tool runs, or
+// with -fresh-process=false in this one.
+func runOnce(ctx context.Context, ct contender, c putCase, leader stores.Endpoint, d time.Duration) (measurement, error) {
+	if ct.external {
+		return ct.run(ctx, leader, c, d)
+	}
+	if *freshProcess {
+		return runFresh(ctx, ct, c, leader, d)
+	}
+	// Every run in this process starts from a heap returned to the OS:
+	// otherwise a contender that runs after another of ours reuses the
+	// pages that one faulted in, and the first after etcd's tool pays for
+	// them all (at 1 client, 4% of its CPU per request).
+	debug.FreeOSMemory()
+	return withGCBudget(ctx, ct.gcBudget, func() (measurement, error) { return labelled(ctx, ct, c, leader, d) })
 }
 
 // labelled runs ct with a profiler label naming it and the case, which the
@@ -262,13 +283,17 @@ func warmUp(ctx context.Context, cl *cluster, ct contender, c putCase) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
-	_, err = withGCBudget(ctx, ct.gcBudget, func() (measurement, error) { return ct.run(ctx, leader, c, 0) })
+	_, err = runOnce(ctx, ct, c, leader, 0)
 	return err
 }
 
 func (m measurement) String() string {
-	return fmt.Sprintf("%d ok, %d failed in %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, client CPU %s (%.1f µs/req, GC %.1f), %.2f page faults/req",
+	s := fmt.Sprintf("%d ok, %d failed in %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, client CPU %s (%.1f µs/req, GC %.1f), %.2f page faults/req",
 		m.requests, m.failed, m.elapsed.Round(time.Millisecond), m.rps, msf(m.p50), msf(m.p99), m.cpu.Round(time.Millisecond), cpuPerReq(m), gcPerReq(m), faultsPerReq(m))
+	if m.runCPU > 0 {
+		s += fmt.Sprintf("; the run alone %.1f µs/req, %.2f faults/req", runCPUPerReq(m), perReq(m, float64(m.runFaults)))
+	}
+	return s
 }
 
 // perReq is a run's total divided among its requests; 0 for a run that
@@ -285,6 +310,9 @@ func faultsPerReq(m measurement) float64 { return perReq(m, float64(m.faults)) }
 
 // cpuPerReq is the client's CPU cost of one request, in microseconds.
 func cpuPerReq(m measurement) float64 { return perReq(m, us(m.cpu)) }
+
+// runCPUPerReq is cpuPerReq of the run alone, for ours in a fresh process.
+func runCPUPerReq(m measurement) float64 { return perReq(m, us(m.runCPU)) }
 
 // us is d in microseconds.
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -322,17 +350,20 @@ func printTable(w io.Writer, all []caseResult) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\tmedian GC µs/req\tmedian faults/req\treq/s ratio [95%]\tCPU/req ratio [95%]\t")
+	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\tmedian GC µs/req\tmedian faults/req\treq/s ratio [95%]\tCPU/req ratio [95%]\tthe run alone: CPU µs/req\t")
 	for _, r := range all {
 		for i, name := range r.names {
-			rateRatio, cpuRatio := "", ""
+			rateRatio, cpuRatio, runCPU := "", "", ""
 			if i > 0 {
 				rateRatio = ratioOf(each(r.runs[0], rate), each(r.runs[i], rate)).String()
 				cpuRatio = ratioOf(each(r.runs[0], cpuPerReq), each(r.runs[i], cpuPerReq)).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", r.c.name, name,
+			if runs := r.runs[i]; len(runs) > 0 && runs[0].runCPU > 0 {
+				runCPU = fmt.Sprintf("%.1f", results.Median(each(runs, runCPUPerReq)))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t\n", r.c.name, name,
 				results.Median(each(r.runs[i], rate)), results.Median(each(r.runs[i], p99)), results.Median(each(r.runs[i], cpuPerReq)),
-				results.Median(each(r.runs[i], gcPerReq)), results.Median(each(r.runs[i], faultsPerReq)), rateRatio, cpuRatio)
+				results.Median(each(r.runs[i], gcPerReq)), results.Median(each(r.runs[i], faultsPerReq)), rateRatio, cpuRatio, runCPU)
 		}
 	}
 	tw.Flush()

@@ -33,18 +33,24 @@ type measurement struct {
 	elapsed  time.Duration // from the first send to the last answer
 	rps      float64       // successful puts per second of elapsed
 	p50, p99 time.Duration
-	// cpu is the client's CPU time (user + system) over the run. Client
-	// and cluster share the cores, so a client that needs less leaves more
-	// for etcd.
+	// cpu is the client's CPU time (user + system), counted as faults
+	// are. Client and cluster share the cores, so a client that needs less
+	// leaves more for etcd.
 	cpu time.Duration
 	// gc is the Go runtime's estimate of the part of it its garbage
 	// collector used (see gcCPUMetric).
 	gc time.Duration
-	// faults is the client's minor page faults over the run: for etcd's
-	// tool its whole process's, which starts with an empty heap, and for
-	// ours the benchmark process's, whose heap was handed back to the OS
-	// before the run (compare).
+	// faults is the client's minor page faults: for etcd's tool, and for
+	// ours in a fresh process (runFresh), its whole process's, which
+	// starts with an empty heap; for ours with -fresh-process=false, the
+	// benchmark process's over the run, its heap handed back to the OS
+	// before (runOnce).
 	faults int64
+	// runCPU and runFaults are, for ours in a fresh process, the CPU and
+	// page faults of the run alone, without the process's start, its
+	// dial and its exit; zero for the other runs.
+	runCPU    time.Duration
+	runFaults int64
 }
 
 // runTheirs runs `benchmark put` against the endpoint at addr and parses its
