@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -159,6 +160,51 @@ func TestReadsThroughRing(t *testing.T) {
 			// Either way the watcher knows both readers, and that they
 			// wait on the poller once the devices are empty.
 			waitFor(t, 10*time.Second, "both readers watched and parked", func() bool { return r.watch.parked() == 2 })
+		})
+	}
+}
+
+// TestReaderStopsOnClosedDevice closes a device while its reader waits on
+// the poller, as a host's teardown may before the router's context ends:
+// the reader stops without an error and the router goes on with the other
+// host, whichever way it reads. Readers read through the device's raw
+// connection, whose error for a closed file is not os.ErrClosed.
+func TestReaderStopsOnClosedDevice(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ring", true: "plain"}[plain], func(t *testing.T) {
+			r := New(Options{PlainReads: plain})
+			devs := []*fdDev{newFDDev(t), newFDDev(t)}
+			for i, d := range devs {
+				if err := r.AddHost(hostID(i), hostAddr(i), d.dev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			waitFor(t, 10*time.Second, "both readers watched and parked", func() bool { return r.watch.parked() == 2 })
+
+			if err := devs[0].dev.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var stopped error
+			waitFor(t, 10*time.Second, "the closed device's reader to stop", func() bool {
+				select {
+				case err := <-done:
+					stopped = fmt.Errorf("Run returned %v", err)
+					return true
+				default:
+					return r.watch.watching() == 1
+				}
+			})
+			if stopped != nil {
+				t.Fatalf("the router stopped with its context still live (%v): one closed device stopped every reader", stopped)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run after a device closed and the context ended: %v, want nil", err)
+			}
 		})
 	}
 }

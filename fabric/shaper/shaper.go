@@ -398,11 +398,21 @@ func (r *Router) readErr(ctx context.Context, h *host, err error) error {
 	case ctx.Err() != nil:
 		return nil
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, os.ErrClosed),
-		errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF):
+		errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF), closedFile(err):
 		r.log.Debug("shaper device closed", "host", h.id, "err", err)
 		return nil
 	}
 	return fmt.Errorf("shaper: read host %d: %w", h.id, err)
+}
+
+// closedFile reports whether err is what a device's raw connection returns
+// once the device is closed. Readers read through RawConn.Read (the ring's
+// reads and watchedRead), which returns internal/poll's ErrFileClosing as
+// it is: only an *os.File's own methods turn it into os.ErrClosed, and the
+// poll package's error is not exported, so its text is what identifies it
+// (TestReaderStopsOnClosedDevice fails if it changes).
+func closedFile(err error) bool {
+	return err != nil && err.Error() == "use of closed file"
 }
 
 // readBuf is a reader's buffer and the length of the frame read into it.

@@ -111,3 +111,10 @@ func (w *readerWatch) parked() int {
 	}
 	return n
 }
+
+// watching is how many readers the watcher knows.
+func (w *readerWatch) watching() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.waits)
+}
