@@ -119,7 +119,7 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 	value := string(make([]byte, c.valueSize))
 	var issued, failed atomic.Int64
 	lats := make([][]time.Duration, c.clients)
-	cpu0, faults0 := selfUsage()
+	used0 := selfUsage()
 	gc0 := selfGC()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -144,8 +144,7 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1, faults1 := selfUsage()
-	cpu, faults, gc := cpu1-cpu0, faults1-faults0, selfGC()-gc0
+	used, gc := selfUsage().since(used0), selfGC()-gc0
 	if err := ctx.Err(); err != nil {
 		return measurement{}, fmt.Errorf("loop: %w", err)
 	}
@@ -161,8 +160,7 @@ func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Dura
 		rps:      float64(len(all)) / elapsed.Seconds(),
 		p50:      all[len(all)*50/100],
 		p99:      all[len(all)*99/100],
-		cpu:      cpu,
+		usage:    used,
 		gc:       gc,
-		faults:   faults,
 	}, nil
 }

@@ -288,8 +288,8 @@ func warmUp(ctx context.Context, cl *cluster, ct contender, c putCase) error {
 }
 
 func (m measurement) String() string {
-	s := fmt.Sprintf("%d ok, %d failed in %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, client CPU %s (%.1f µs/req, GC %.1f), %.2f page faults/req",
-		m.requests, m.failed, m.elapsed.Round(time.Millisecond), m.rps, msf(m.p50), msf(m.p99), m.cpu.Round(time.Millisecond), cpuPerReq(m), gcPerReq(m), faultsPerReq(m))
+	s := fmt.Sprintf("%d ok, %d failed in %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, client CPU %s (%.1f µs/req, GC %.1f, system %.0f%%), %.2f page faults/req, %.2f context switches/req",
+		m.requests, m.failed, m.elapsed.Round(time.Millisecond), m.rps, msf(m.p50), msf(m.p99), m.cpu.Round(time.Millisecond), cpuPerReq(m), gcPerReq(m), sysPercent(m), faultsPerReq(m), switchesPerReq(m))
 	if m.runCPU > 0 {
 		s += fmt.Sprintf("; the run alone %.1f µs/req, %.2f faults/req", runCPUPerReq(m), perReq(m, float64(m.runFaults)))
 	}
@@ -307,6 +307,17 @@ func perReq(m measurement, total float64) float64 {
 
 // faultsPerReq is the client's minor page faults per request.
 func faultsPerReq(m measurement) float64 { return perReq(m, float64(m.faults)) }
+
+// switchesPerReq is the client's context switches per request.
+func switchesPerReq(m measurement) float64 { return perReq(m, float64(m.switches)) }
+
+// sysPercent is the kernel's share of the client's CPU, in percent.
+func sysPercent(m measurement) float64 {
+	if m.cpu <= 0 {
+		return 0
+	}
+	return 100 * float64(m.sys) / float64(m.cpu)
+}
 
 // cpuPerReq is the client's CPU cost of one request, in microseconds.
 func cpuPerReq(m measurement) float64 { return perReq(m, us(m.cpu)) }
@@ -330,10 +341,11 @@ func printTable(w io.Writer, all []caseResult) {
 	fmt.Fprintf(w, "\netcd %s put, 3 nodes on loopback, all requests to the leader, key %d B, value %d B, 2 cores shared by client and cluster;\n"+
 		"runs alternate between tools, rounds %s; ratio = over etcd benchmark's in the same round; median lines: the median of those ratios\n"+
 		"and its %.0f%% interval (compare's paired Wilcoxon signed-rank interval on the logarithms); GC: the Go runtime's estimate of its collector's part of the CPU;\n"+
-		"faults: minor page faults, each a page touched for the first time (BenchmarkFreshPages says what one costs on this machine)\n",
+		"faults: minor page faults, each a page touched for the first time (BenchmarkFreshPages says what one costs on this machine);\n"+
+		"sys: the kernel's share of the client's CPU; switches: its threads' context switches (each a sleep and a wake-up)\n",
 		etcdVersion, all[0].c.keySize, all[0].c.valueSize, roundsPerCase(all), 100*(1-ratioAlpha))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tGC µs/req\tfaults/req\tratio\t")
+	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tGC µs/req\tsys %\tfaults/req\tswitches/req\tratio\t")
 	for _, r := range all {
 		for round := range r.runs[0] {
 			for i, name := range r.names {
@@ -342,15 +354,15 @@ func printTable(w io.Writer, all []caseResult) {
 				if i > 0 {
 					ratio = fmt.Sprintf("%.3f", m.rps/ref.rps)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%.2f\t%s\t\n",
-					r.c.name, name, round+1, m.requests, m.failed, m.elapsed.Seconds(), m.rps, msf(m.p50), msf(m.p99), cpuPerReq(m), gcPerReq(m), faultsPerReq(m), ratio)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%.0f\t%.2f\t%.2f\t%s\t\n",
+					r.c.name, name, round+1, m.requests, m.failed, m.elapsed.Seconds(), m.rps, msf(m.p50), msf(m.p99), cpuPerReq(m), gcPerReq(m), sysPercent(m), faultsPerReq(m), switchesPerReq(m), ratio)
 			}
 		}
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\tmedian GC µs/req\tmedian faults/req\treq/s ratio [95%]\tCPU/req ratio [95%]\tthe run alone: CPU µs/req\t")
+	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\tmedian GC µs/req\tmedian sys %\tmedian faults/req\tmedian switches/req\treq/s ratio [95%]\tCPU/req ratio [95%]\tthe run alone: CPU µs/req\t")
 	for _, r := range all {
 		for i, name := range r.names {
 			rateRatio, cpuRatio, runCPU := "", "", ""
@@ -361,9 +373,10 @@ func printTable(w io.Writer, all []caseResult) {
 			if runs := r.runs[i]; len(runs) > 0 && runs[0].runCPU > 0 {
 				runCPU = fmt.Sprintf("%.1f", results.Median(each(runs, runCPUPerReq)))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t\n", r.c.name, name,
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%.1f\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t\n", r.c.name, name,
 				results.Median(each(r.runs[i], rate)), results.Median(each(r.runs[i], p99)), results.Median(each(r.runs[i], cpuPerReq)),
-				results.Median(each(r.runs[i], gcPerReq)), results.Median(each(r.runs[i], faultsPerReq)), rateRatio, cpuRatio, runCPU)
+				results.Median(each(r.runs[i], gcPerReq)), results.Median(each(r.runs[i], sysPercent)), results.Median(each(r.runs[i], faultsPerReq)),
+				results.Median(each(r.runs[i], switchesPerReq)), rateRatio, cpuRatio, runCPU)
 		}
 	}
 	tw.Flush()

@@ -111,8 +111,7 @@ func runFresh(ctx context.Context, ct contender, c putCase, leader stores.Endpoi
 	return measurement{
 		requests: res.Requests, failed: res.Failed, elapsed: res.Elapsed, rps: res.RPS,
 		p50: res.P50, p99: res.P99, gc: res.GC,
-		cpu:    cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
-		faults: childFaults(cmd.ProcessState),
+		usage:  childUsage(cmd.ProcessState),
 		runCPU: res.RunCPU, runFaults: res.RunFaults,
 	}, nil
 }

@@ -78,7 +78,7 @@ func runOurs(client plan.ClientSpec) func(context.Context, stores.Endpoint, putC
 // compares.
 func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duration) (measurement, error) {
 	spec := oursSpec(c)
-	cpu0, faults0 := selfUsage()
+	used0 := selfUsage()
 	gc0 := selfGC()
 	base := time.Now()
 	coll := metrics.NewCollector([]plan.PhaseSpan{{Name: "put", Duration: plan.Duration(d)}}, []plan.WorkloadSpec{spec}, base)
@@ -96,8 +96,7 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 	elapsed := time.Since(base)
 	stopBackground()
 	bg.Wait()
-	cpu1, faults1 := selfUsage()
-	cpu, faults, gc := cpu1-cpu0, faults1-faults0, selfGC()-gc0
+	used, gc := selfUsage().since(used0), selfGC()-gc0
 	if err != nil {
 		return measurement{}, fmt.Errorf("engine: %w", err)
 	}
@@ -123,9 +122,8 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 		rps:      float64(ok) / elapsed.Seconds(),
 		p50:      msDuration(lat.P50MS),
 		p99:      msDuration(lat.P99MS),
-		cpu:      cpu,
+		usage:    used,
 		gc:       gc,
-		faults:   faults,
 	}, nil
 }
 

@@ -33,19 +33,16 @@ type measurement struct {
 	elapsed  time.Duration // from the first send to the last answer
 	rps      float64       // successful puts per second of elapsed
 	p50, p99 time.Duration
-	// cpu is the client's CPU time (user + system), counted as faults
-	// are. Client and cluster share the cores, so a client that needs less
-	// leaves more for etcd.
-	cpu time.Duration
-	// gc is the Go runtime's estimate of the part of it its garbage
+	// usage is the client's: for etcd's tool, and for ours in a fresh
+	// process (runFresh), its whole process's, which starts with an empty
+	// heap; for ours with -fresh-process=false, the benchmark process's
+	// over the run, its heap handed back to the OS before (runOnce). Client
+	// and cluster share the cores, so a client that needs less CPU leaves
+	// more for etcd.
+	usage
+	// gc is the Go runtime's estimate of the part of its CPU its garbage
 	// collector used (see gcCPUMetric).
 	gc time.Duration
-	// faults is the client's minor page faults: for etcd's tool, and for
-	// ours in a fresh process (runFresh), its whole process's, which
-	// starts with an empty heap; for ours with -fresh-process=false, the
-	// benchmark process's over the run, its heap handed back to the OS
-	// before (runOnce).
-	faults int64
 	// runCPU and runFaults are, for ours in a fresh process, the CPU and
 	// page faults of the run alone, without the process's start, its
 	// dial and its exit; zero for the other runs.
@@ -84,8 +81,7 @@ func runTheirs(ctx context.Context, bin, addr string, c putCase) (measurement, e
 	// The tool reports failed requests only in an error histogram, if at
 	// all; a short count is how we notice them.
 	m.failed = int64(c.total) - m.requests
-	m.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	m.faults = childFaults(cmd.ProcessState)
+	m.usage = childUsage(cmd.ProcessState)
 	m.gc = tracedGC(stderr.Bytes())
 	return m, nil
 }
