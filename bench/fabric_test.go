@@ -56,7 +56,10 @@ phase "load" {
 // TUN devices' TCP segmentation offload off, every packet of the MTU
 // ("engaged-no-tso", what the offload saves); and engaged with each frame
 // read by a read(2) of its own ("engaged-plain", what reading frames in
-// batches through io_uring saves). -fabric-modes chooses among
+// batches through io_uring saves); and engaged with a pair's frames
+// delivered in batches, one sendmmsg(2) to a packet socket on a veth in the
+// destination, instead of a write(2) a frame to its TUN device
+// ("engaged-packet-writes", what batched delivery saves). -fabric-modes chooses among
 // them (by default bypass and engaged), loopback always kept. Runs
 // interleave over rounds, in alternating order (-rounds, then more until
 // every ratio's interval is within ±width or -max-rounds have run; see
@@ -197,6 +200,7 @@ var knownFabricModes = []fabricMode{
 	{"engaged", runner.NetworkEngaged},
 	{"engaged-no-tso", runner.NetworkEngagedNoOffload},
 	{"engaged-plain", runner.NetworkEngagedPlain},
+	{"engaged-packet-writes", runner.NetworkEngagedPacketWrites},
 }
 
 func fabricModeNames() []string {

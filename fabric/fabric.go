@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -43,7 +44,8 @@ type Host struct {
 	ns     string // namespace name
 	attach int    // pid whose namespace this is; 0 for one the fabric made
 	tun    *os.File
-	ip     string // iproute2 binary
+	out    *os.File // the socket delivering frames, with Options.PacketWrites
+	ip     string   // iproute2 binary
 
 	// Guarded by the Fabric's mu: whether the TUN device hands over TCP
 	// segments of up to 64 KiB, and which of the host's outgoing links
@@ -116,6 +118,13 @@ type Options struct {
 	// host joined by a veth pair to a bridge in a namespace of the
 	// fabric's own, partitions made by iptables. Links can only be cut.
 	Kernel bool
+	// PacketWrites keeps each host's TUN device for the frames it sends,
+	// and delivers what the shaper's pair schedulers write to it in
+	// batches through a veth pair and an AF_PACKET socket (one
+	// sendmmsg(2) for the frames a pair sends at one wake-up) instead of
+	// a write(2) a frame to the TUN device, for measuring what that saves
+	// (see packet.go). Not in attached namespaces, nor with Kernel.
+	PacketWrites bool
 
 	// leaveBusy replaces the default leaveBusy (tests).
 	leaveBusy time.Duration
@@ -123,14 +132,15 @@ type Options struct {
 
 // Fabric is the set of hosts of one run and the shaper between them.
 type Fabric struct {
-	hosts  []*Host
-	byName map[string]*Host
-	router *shaper.Router // nil on the kernel backend
-	kernel *kernelNet     // nil on the shaper
-	bridge string         // the namespace of the bridge (kernel backend, bypass); "" if none
-	vnet   bool           // TUN frames carry virtio-net headers (offloads)
-	log    *slog.Logger
-	ip     string
+	hosts   []*Host
+	byName  map[string]*Host
+	router  *shaper.Router // nil on the kernel backend
+	kernel  *kernelNet     // nil on the shaper
+	bridge  string         // the namespace of the bridge (kernel backend, bypass); "" if none
+	packets string         // the namespace of the delivering veths' outer ends (Options.PacketWrites); "" if none
+	vnet    bool           // TUN frames carry virtio-net headers (offloads)
+	log     *slog.Logger
+	ip      string
 
 	cancel context.CancelFunc
 	done   chan error
@@ -205,6 +215,9 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 
 		leaveBusy: cmp.Or(opts.leaveBusy, leaveBusy),
 	}
+	if opts.PacketWrites && opts.Kernel {
+		return nil, errors.New("fabric: delivery through packet sockets goes only with the shaper")
+	}
 	if !opts.Kernel {
 		f.vnet = !opts.NoOffload
 		hlen := 0
@@ -230,11 +243,19 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 			return nil, fmt.Errorf("fabric: bypass bridge: %w", err)
 		}
 	}
+	if opts.PacketWrites {
+		if err := f.makePacketNS(ctx, opts.RunID); err != nil {
+			return nil, fmt.Errorf("fabric: delivery through packet sockets: %w", err)
+		}
+	}
 	for i, s := range specs {
 		if _, dup := f.byName[s.Name]; dup {
 			return nil, fmt.Errorf("fabric: host %q declared twice", s.Name)
 		}
 		h := &Host{ID: i, Name: s.Name, Region: s.Region, Addr: hostAddr(i), ns: nsName(opts.RunID, s.Name), attach: s.AttachPID, ip: ip}
+		if opts.PacketWrites && h.attach != 0 {
+			return nil, fmt.Errorf("fabric: host %q: delivery through packet sockets goes only in namespaces the fabric makes", s.Name)
+		}
 		if err := f.addHost(ctx, h); err != nil {
 			return nil, fmt.Errorf("fabric: host %s: %w", s.Name, err)
 		}
@@ -294,6 +315,7 @@ func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 		return err
 	}
 	h.tun, h.tso = tun, f.vnet
+	var dev io.ReadWriter = tun
 	for _, args := range [][]string{
 		{"-n", h.ns, "link", "set", "lo", "up"},
 		{"-n", h.ns, "addr", "add", h.Addr.String() + "/32", "dev", tunName},
@@ -303,6 +325,18 @@ func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 			return err
 		}
 	}
+	if f.packets != "" {
+		out, err := f.addDelivery(ctx, h)
+		if err != nil {
+			return err
+		}
+		h.out = out
+		hlen := 0
+		if f.vnet {
+			hlen = vnetHeaderLen
+		}
+		dev = &deliveringTUN{File: h.tun, out: out, eth: ethHeader(), hlen: hlen}
+	}
 	if f.bypassing() {
 		if err := f.addBypass(ctx, h); err != nil {
 			return err
@@ -310,7 +344,7 @@ func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 	} else if err := runIP(ctx, f.ip, "-n", h.ns, "route", "add", subnet.String(), "dev", tunName, "src", h.Addr.String()); err != nil {
 		return err
 	}
-	return f.router.AddHost(h.ID, h.Addr, tun)
+	return f.router.AddHost(h.ID, h.Addr, dev)
 }
 
 // Hosts lists the hosts in declaration order.
@@ -532,6 +566,9 @@ func (f *Fabric) Close(ctx context.Context) error {
 		if h.tun != nil {
 			h.tun.Close()
 		}
+		if h.out != nil {
+			h.out.Close()
+		}
 	}
 	if f.done != nil && !stopped {
 		select {
@@ -545,6 +582,12 @@ func (f *Fabric) Close(ctx context.Context) error {
 	}
 	if f.bridge != "" {
 		if err := f.closeBridge(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if f.packets != "" {
+		// Deleting the namespace deletes every veth pair, both ends.
+		if err := runIP(ctx, f.ip, "netns", "delete", f.packets); err != nil {
 			errs = append(errs, err)
 		}
 	}

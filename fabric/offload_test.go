@@ -68,33 +68,7 @@ func TestSegmentationOffload(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			addr, ln, _ := listenIn(t, f.Host("b"), "tcp")
-			got := make(chan [32]byte, 1)
-			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					got <- [32]byte{}
-					return
-				}
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(time.Minute))
-				h := sha256.New()
-				io.Copy(h, c)
-				got <- [32]byte(h.Sum(nil))
-			}()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			c, err := f.Host("a").Dial(ctx, addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(c, bytes.NewReader(payload)); err != nil {
-				t.Fatal(err)
-			}
-			c.Close()
-			if h := <-got; h != want {
-				t.Fatalf("b received other bytes than a sent (sha256 %x, want %x)", h[:8], want[:8])
-			}
+			sendIntact(t, f, payload, want)
 			frames := f.Stats()["a>b"].Forwarded
 			perFrame := float64(size) / float64(frames)
 			t.Logf("%d MiB in %d frames a>b: %.0f bytes of payload per frame", size>>20, frames, perFrame)
@@ -105,6 +79,39 @@ func TestSegmentationOffload(t *testing.T) {
 				t.Errorf("%.0f bytes per frame, more than the MTU of %d: segments were not cut", perFrame, mtu)
 			}
 		})
+	}
+}
+
+// sendIntact streams payload over TCP from host a to host b and fails
+// unless b receives bytes whose sha256 is want.
+func sendIntact(t *testing.T, f *Fabric, payload []byte, want [32]byte) {
+	t.Helper()
+	addr, ln, _ := listenIn(t, f.Host("b"), "tcp")
+	got := make(chan [32]byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- [32]byte{}
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Minute))
+		h := sha256.New()
+		io.Copy(h, c)
+		got <- [32]byte(h.Sum(nil))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := f.Host("a").Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(c, bytes.NewReader(payload)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if h := <-got; h != want {
+		t.Fatalf("b received other bytes than a sent (sha256 %x, want %x)", h[:8], want[:8])
 	}
 }
 

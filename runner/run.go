@@ -70,7 +70,11 @@ type Options struct {
 	// devices' TCP segmentation offload off, every packet of the MTU (what
 	// the offload saves); NetworkEngagedPlain engaged with each frame
 	// read by a read(2) of its own instead of in batches through io_uring
-	// (what the ring saves). NetworkKernel builds the kernel reference
+	// (what the ring saves); NetworkEngagedPacketWrites engaged with a
+	// pair's frames delivered in batches through a packet socket and a
+	// veth instead of a write(2) a frame to the TUN device
+	// (fabric.Options.PacketWrites).
+	// NetworkKernel builds the kernel reference
 	// instead of the shaper (veth links to a bridge, partitions by
 	// iptables; no shaping), to check the shaper's faults against. ""
 	// leaves the choice to the plan.
@@ -89,12 +93,13 @@ type Options struct {
 
 // Values of Options.Network.
 const (
-	NetworkBypass           = "bypass"
-	NetworkEngaged          = "engaged"
-	NetworkEngagedNoOffload = "engaged-no-offload"
-	NetworkEngagedPlain     = "engaged-plain"
-	NetworkDirect           = "direct"
-	NetworkKernel           = "kernel"
+	NetworkBypass              = "bypass"
+	NetworkEngaged             = "engaged"
+	NetworkEngagedNoOffload    = "engaged-no-offload"
+	NetworkEngagedPlain        = "engaged-plain"
+	NetworkEngagedPacketWrites = "engaged-packet-writes"
+	NetworkDirect              = "direct"
+	NetworkKernel              = "kernel"
 )
 
 const (
@@ -433,11 +438,12 @@ func (x *execution) startFabric(ctx context.Context) error {
 		// Pairs whose link shapes nothing skip the shaper: they cost
 		// what the kernel's own path costs, not a read and a write of
 		// every packet in this process (see fabric.Options.Bypass).
-		Bypass:     x.opts.Network == "" || x.opts.Network == NetworkBypass,
-		Kernel:     x.opts.Network == NetworkKernel,
-		NoOffload:  x.opts.Network == NetworkEngagedNoOffload,
-		PlainReads: x.opts.Network == NetworkEngagedPlain,
-		Logger:     x.log,
+		Bypass:       x.opts.Network == "" || x.opts.Network == NetworkBypass,
+		Kernel:       x.opts.Network == NetworkKernel,
+		NoOffload:    x.opts.Network == NetworkEngagedNoOffload,
+		PlainReads:   x.opts.Network == NetworkEngagedPlain,
+		PacketWrites: x.opts.Network == NetworkEngagedPacketWrites,
+		Logger:       x.log,
 	})
 	if err != nil {
 		return x.infra("", "startup", fmt.Errorf("network fabric: %w", err))

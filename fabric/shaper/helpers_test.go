@@ -114,12 +114,18 @@ type testNet struct {
 // startNet starts a router over n hosts; setup runs before Run.
 func startNet(t testing.TB, n int, opts Options, setup func(*Router)) *testNet {
 	t.Helper()
+	return startNetDevs(t, n, opts, func(_ int, d *memDev) io.ReadWriter { return d }, setup)
+}
+
+// startNetDevs is startNet with host i's device dev(i, its memDev).
+func startNetDevs(t testing.TB, n int, opts Options, dev func(int, *memDev) io.ReadWriter, setup func(*Router)) *testNet {
+	t.Helper()
 	r := New(opts)
 	tn := &testNet{r: r}
 	for i := range n {
 		d := newMemDev()
 		tn.devs = append(tn.devs, d)
-		if err := r.AddHost(hostID(i), hostAddr(i), d); err != nil {
+		if err := r.AddHost(hostID(i), hostAddr(i), dev(i, d)); err != nil {
 			t.Fatal(err)
 		}
 	}

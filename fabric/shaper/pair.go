@@ -15,6 +15,7 @@ const maxBatch = 64
 type pair struct {
 	from, to *host
 	dst      io.Writer
+	batch    BatchWriter // dst, when it takes several frames a call
 
 	// Owned by the source host's reader goroutine, the only one that
 	// enqueues to this pair: no synchronisation needed.
@@ -35,8 +36,18 @@ type pair struct {
 	warned                                               atomic.Bool               // a write error was logged
 }
 
+// BatchWriter is a device that takes several frames in one call, as a
+// packet socket does with sendmmsg(2). WriteBatch writes frames in order
+// and returns how many it wrote; when that is short of all of them, err
+// says why the next was not (it is lost), and the caller may go on with
+// the rest.
+type BatchWriter interface {
+	WriteBatch(frames [][]byte) (int, error)
+}
+
 func newPair(from, to *host) *pair {
-	return &pair{from: from, to: to, dst: to.dev, wake: make(chan struct{}, 1)}
+	bw, _ := to.dev.(BatchWriter)
+	return &pair{from: from, to: to, dst: to.dev, batch: bw, wake: make(chan struct{}, 1)}
 }
 
 // write hands one packet to the destination device.
@@ -47,14 +58,40 @@ func (p *pair) write(ctx context.Context, r *Router, b []byte) {
 	// returns, and must find the frame counted.
 	p.forwarded.Add(1)
 	if _, err := p.dst.Write(b); err != nil {
-		p.forwarded.Add(^uint64(0))
-		p.writeErrs.Add(1)
-		// Devices closed while Run stops are no news.
-		if ctx.Err() == nil && p.warned.CompareAndSwap(false, true) {
-			r.log.Warn("shaper write failed (further errors only counted)", "from", p.from.id, "to", p.to.id, "err", err)
-		}
-		return
+		p.failed(ctx, r, err)
 	}
+}
+
+// failed counts a frame counted as forwarded that its write lost.
+func (p *pair) failed(ctx context.Context, r *Router, err error) {
+	p.forwarded.Add(^uint64(0))
+	p.writeErrs.Add(1)
+	// Devices closed while Run stops are no news.
+	if ctx.Err() == nil && p.warned.CompareAndSwap(false, true) {
+		r.log.Warn("shaper write failed (further errors only counted)", "from", p.from.id, "to", p.to.id, "err", err)
+	}
+}
+
+// writeBatch hands the batch to a destination that takes several frames a
+// call, frames being scratch space for their bytes. A frame the device
+// refuses is counted as a write error, and the rest go on.
+func (p *pair) writeBatch(ctx context.Context, r *Router, batch []*packet, frames [][]byte) [][]byte {
+	frames = frames[:0]
+	for _, pk := range batch {
+		frames = append(frames, pk.b)
+	}
+	// Counted before the write, as in write.
+	p.forwarded.Add(uint64(len(frames)))
+	for rest := frames; len(rest) > 0; {
+		n, err := p.batch.WriteBatch(rest)
+		if err == nil || n >= len(rest) {
+			break
+		}
+		p.failed(ctx, r, err)
+		rest = rest[n+1:]
+	}
+	clear(frames)
+	return frames[:0]
 }
 
 // schedule is the pair's goroutine: it sleeps until the head packet is
@@ -64,6 +101,10 @@ func (r *Router) schedule(ctx context.Context, p *pair) {
 	defer sl.Close()
 	h := p.hist.Load()
 	batch := make([]*packet, 0, maxBatch)
+	var frames [][]byte
+	if p.batch != nil {
+		frames = make([][]byte, 0, maxBatch)
+	}
 	for {
 		p.mu.Lock()
 		head := p.q.peek()
@@ -93,14 +134,24 @@ func (r *Router) schedule(ctx context.Context, p *pair) {
 		}
 		p.mu.Unlock()
 
-		for _, pk := range batch {
-			p.write(ctx, r, pk.b)
-			// Timed once the write returns: writing to a TUN device
-			// runs the destination's network stack, so the packet has
-			// then reached the receiving host, which is what its link's
-			// delay is to.
-			h.record(r.now() - pk.due)
-			putPacket(pk)
+		if p.batch != nil {
+			// The whole batch reaches its host in the one call.
+			frames = p.writeBatch(ctx, r, batch, frames)
+			end := r.now()
+			for _, pk := range batch {
+				h.record(end - pk.due)
+				putPacket(pk)
+			}
+		} else {
+			for _, pk := range batch {
+				p.write(ctx, r, pk.b)
+				// Timed once the write returns: writing to a TUN
+				// device runs the destination's network stack, so the
+				// packet has then reached the receiving host, which is
+				// what its link's delay is to.
+				h.record(r.now() - pk.due)
+				putPacket(pk)
+			}
 		}
 		// Only now may the reader write this pair's packets directly.
 		p.inflight.Add(-int64(len(batch)))
