@@ -279,8 +279,12 @@ func (f *Fabric) Backend() string {
 	switch {
 	case f.kernel != nil:
 		return KernelBackend
+	case f.bypassing() && f.packets != "":
+		return BypassBackend + "; the shaper's deliveries batched through packet sockets"
 	case f.bypassing():
 		return BypassBackend
+	case f.packets != "":
+		return PacketWritesBackend
 	}
 	return Backend
 }
@@ -291,6 +295,9 @@ func (f *Fabric) Backend() string {
 const (
 	Backend       = "userspace (TUN router)"
 	BypassBackend = "userspace (TUN router) for shaped pairs, kernel (veth to a bridge) for the others"
+	// PacketWritesBackend is every pair through the shaper, which
+	// delivers in batches through packet sockets (Options.PacketWrites).
+	PacketWritesBackend = "userspace (TUN router, deliveries batched through packet sockets)"
 )
 
 func (f *Fabric) addHost(ctx context.Context, h *Host) error {

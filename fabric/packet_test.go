@@ -51,6 +51,9 @@ func TestPacketWrites(t *testing.T) {
 func testPacketWrites(t *testing.T, opts Options) {
 	t.Run("delay", func(t *testing.T) {
 		f := newPacketFabric(t, opts, "a", "b")
+		if got := f.Backend(); !strings.Contains(got, "packet sockets") {
+			t.Errorf("backend %q does not say the deliveries go through packet sockets", got)
+		}
 		both(f, "a", "b", shaper.Link{Delay: 25 * time.Millisecond})
 		m := median(tcpRoundTrips(t, f, "a", "b", 30))
 		t.Logf("TCP round trip with rtt 50ms: median %v", m)
