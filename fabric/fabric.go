@@ -62,7 +62,10 @@ type Host struct {
 }
 
 // NetnsPath is where the host's namespace is pinned.
-func (h *Host) NetnsPath() string { return filepath.Join(netnsDir, h.ns) }
+func (h *Host) NetnsPath() string { return netnsPath(h.ns) }
+
+// netnsPath is where the namespace named ns is pinned.
+func netnsPath(ns string) string { return filepath.Join(netnsDir, ns) }
 
 // Dial opens a connection from inside the host's namespace. Its signature
 // fits grpc.WithContextDialer.
@@ -220,11 +223,7 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 	}
 	if !opts.Kernel {
 		f.vnet = !opts.NoOffload
-		hlen := 0
-		if f.vnet {
-			hlen = vnetHeaderLen
-		}
-		f.router = shaper.New(shaper.Options{Engage: opts.Engage, PlainReads: opts.PlainReads, Seed: opts.Seed, Logger: log, HeaderLen: hlen, MarkAddr: markAddr})
+		f.router = shaper.New(shaper.Options{Engage: opts.Engage, PlainReads: opts.PlainReads, Seed: opts.Seed, Logger: log, HeaderLen: f.headerLen(), MarkAddr: markAddr})
 	}
 	defer func() {
 		if err != nil {
@@ -268,6 +267,15 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 	}
 	log.Info("network fabric up", "hosts", len(f.hosts), "backend", f.Backend())
 	return f, nil
+}
+
+// headerLen is how many bytes come before the IPv4 packet in a frame of
+// the hosts' TUN devices: a virtio-net header with offloads, else none.
+func (f *Fabric) headerLen() int {
+	if f.vnet {
+		return vnetHeaderLen
+	}
+	return 0
 }
 
 // bypassing reports whether unshaped pairs go through the bridge rather
@@ -338,11 +346,7 @@ func (f *Fabric) addHost(ctx context.Context, h *Host) error {
 			return err
 		}
 		h.out = out
-		hlen := 0
-		if f.vnet {
-			hlen = vnetHeaderLen
-		}
-		dev = &deliveringTUN{File: h.tun, out: out, eth: ethHeader(), hlen: hlen}
+		dev = &deliveringTUN{File: h.tun, out: out, eth: ethHeader(), hlen: f.headerLen()}
 	}
 	if f.bypassing() {
 		if err := f.addBypass(ctx, h); err != nil {

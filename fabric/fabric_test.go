@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -83,7 +82,7 @@ func newFabricWith(t testing.TB, opts Options, names ...string) *Fabric {
 			}
 		}
 		if f.bridge != "" {
-			if _, err := os.Stat(filepath.Join(netnsDir, f.bridge)); !os.IsNotExist(err) {
+			if _, err := os.Stat(netnsPath(f.bridge)); !os.IsNotExist(err) {
 				t.Errorf("switch namespace %s left behind", f.bridge)
 			}
 		}
@@ -182,6 +181,20 @@ func (e *echoConn) roundTrips(t testing.TB, n int) []time.Duration {
 	return rtts
 }
 
+// checkRoundTrip delays both directions between a and b by oneWay and
+// checks that the median of n TCP round trips is within 5 ms above twice
+// that.
+func checkRoundTrip(t *testing.T, f *Fabric, a, b string, oneWay time.Duration, n int) {
+	t.Helper()
+	both(f, a, b, shaper.Link{Delay: oneWay})
+	m := median(tcpRoundTrips(t, f, a, b, n))
+	rtt := 2 * oneWay
+	t.Logf("TCP round trip %s>%s with rtt %v: median %v", a, b, rtt, m)
+	if m < rtt || m > rtt+5*time.Millisecond {
+		t.Errorf("median round trip %v with rtt %v, want %v-%v", m, rtt, rtt, rtt+5*time.Millisecond)
+	}
+}
+
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -200,13 +213,8 @@ func spread(ds []time.Duration) time.Duration {
 func TestRTT(t *testing.T) {
 	f := newFabric(t, "a", "b")
 	unshaped := median(tcpRoundTrips(t, f, "a", "b", 50))
-	both(f, "a", "b", shaper.Link{Delay: 25 * time.Millisecond})
-	rtts := tcpRoundTrips(t, f, "a", "b", 50)
-	m := median(rtts)
-	t.Logf("TCP round trip: unshaped median %v, rtt 50ms median %v", unshaped, m)
-	if m < 50*time.Millisecond || m > 55*time.Millisecond {
-		t.Errorf("median round trip %v with rtt 50ms, want 50-55ms", m)
-	}
+	t.Logf("TCP round trip unshaped: median %v", unshaped)
+	checkRoundTrip(t, f, "a", "b", 25*time.Millisecond, 50)
 }
 
 func TestJitter(t *testing.T) {
@@ -497,12 +505,7 @@ func TestAttach(t *testing.T) {
 	if v := rpFilter(""); v != "0" {
 		t.Errorf("rp_filter %s in the attached namespace with the bypass, want 0", v)
 	}
-	both(f, "c", "b", shaper.Link{Delay: 10 * time.Millisecond})
-	m := median(tcpRoundTrips(t, f, "c", "b", 20))
-	t.Logf("TCP round trip to an attached namespace with rtt 20ms: median %v", m)
-	if m < 20*time.Millisecond || m > 25*time.Millisecond {
-		t.Errorf("median round trip %v, want 20-25ms", m)
-	}
+	checkRoundTrip(t, f, "c", "b", 10*time.Millisecond, 20)
 	path := f.Host("c").NetnsPath()
 	if err := f.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -143,8 +143,6 @@ func (d *deliveringTUN) WriteBatch(frames [][]byte) (int, error) {
 	return sendBatch(d.out, frames, d.eth, d.hlen)
 }
 
-func netnsPath(ns string) string { return netnsDir + "/" + ns }
-
 // mmsghdr is struct mmsghdr.
 type mmsghdr struct {
 	hdr unix.Msghdr
