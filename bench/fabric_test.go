@@ -77,8 +77,7 @@ func BenchmarkFabricOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rps, cpu, frames := interleaveRuns(b, p, modes)
-	summarise(b, "etcd put, 1000 clients over 100 conns, 10 s closed loop", modes, rps, cpu, frames)
+	summarise(b, "etcd put, 1000 clients over 100 conns, 10 s closed loop", modes, interleaveRuns(b, p, modes))
 }
 
 // fabricPlan compiles a benchmark's scenario, which needs the network
@@ -95,13 +94,21 @@ func fabricPlan(b *testing.B, name, src string) *plan.Plan {
 	return build.Plans[0]
 }
 
+// roundFigures is each mode's figures, round by round: throughput, runner
+// CPU per request, frames the shaper read per request (0 where no shaper
+// ran), and the milliseconds the kernel's ksoftirqd threads ran during the
+// run (NaN where they could not be read).
+type roundFigures struct {
+	rps, cpu, frames, ksoftirqd map[string][]float64
+}
+
 // interleaveRuns runs p once per mode per round, in alternating order,
 // over rounds until moreRounds says enough (every ratio to modes[0], the
 // reference, within ±width, or -max-rounds), and returns each mode's
-// throughput, runner CPU per request and frames the shaper read per
-// request (0 where no shaper ran), round by round.
-func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) (rps, cpu, frames map[string][]float64) {
-	rps, cpu, frames = map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+// figures round by round.
+func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) roundFigures {
+	fig := roundFigures{map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}}
+	rps, cpu, frames := fig.rps, fig.cpu, fig.frames
 	ref := modes[0].name
 	others := func() [][]float64 {
 		out := make([][]float64, 0, len(modes)-1)
@@ -121,11 +128,16 @@ func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) (rps, cpu, f
 				slices.Reverse(order)
 			}
 			for _, m := range order {
+				before, softErr := sampleSoftirq()
 				ctx, cancel := context.WithTimeout(b.Context(), runTimeout)
 				res, err := runner.Run(ctx, p, runner.Options{StateDir: b.TempDir(), Network: m.network})
 				cancel()
 				if err != nil {
 					b.Fatalf("%s: %v", m.name, err)
+				}
+				soft := softirqSample{ksoftirqd: -1}
+				if after, err := sampleSoftirq(); softErr == nil && err == nil {
+					soft = after.since(before)
 				}
 				ph, _ := res.Phase("load")
 				perReq := runnerCPUPerRequest(ph)
@@ -140,12 +152,19 @@ func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) (rps, cpu, f
 				rps[m.name] = append(rps[m.name], ph.Total.Throughput)
 				cpu[m.name] = append(cpu[m.name], perReq)
 				frames[m.name] = append(frames[m.name], perPut)
-				b.Logf("round %d %-10s %.0f put/s, p99 %.1f ms, runner CPU %.1f µs/put, %.2f frames/put through the shaper, %d dropped undeclared",
-					round+1, m.name, ph.Total.Throughput, ph.Total.Latency.P99MS, perReq, perPut, drops)
+				fig.ksoftirqd[m.name] = append(fig.ksoftirqd[m.name], soft.ksoftirqdMS())
+				excess := ""
+				if f := ph.WriteFloor; f != nil && f.ExcessPct != nil {
+					excess = fmt.Sprintf(" (%+.1f%% over the %.1f ms floor)", *f.ExcessPct, f.FloorMS)
+				}
+				b.Logf("round %d %-10s %.0f put/s, p50 %.2f ms%s, p99 %.1f ms, runner CPU %.1f µs/put, %.2f frames/put through the shaper, %d dropped undeclared; "+
+					"ksoftirqd ran %.1f ms, backlog processing stopped short %d times, %d frames dropped at a full backlog",
+					round+1, m.name, ph.Total.Throughput, ph.Total.Latency.P50MS, excess, ph.Total.Latency.P99MS, perReq, perPut, drops,
+					soft.ksoftirqdMS(), soft.squeezed, soft.dropped)
 			}
 		}
 	}
-	return rps, cpu, frames
+	return fig
 }
 
 // summarise prints every round, then each mode's medians and their ratios
@@ -153,14 +172,15 @@ func interleaveRuns(b *testing.B, p *plan.Plan, modes []fabricMode) (rps, cpu, f
 // Where modes[0] runs without a shaper, a mode with one also gets the
 // shaper's CPU per frame: per round, its runner CPU per put over the
 // reference's, divided by the frames it read per put.
-func summarise(b *testing.B, load string, modes []fabricMode, rps, cpu, frames map[string][]float64) {
+func summarise(b *testing.B, load string, modes []fabricMode, fig roundFigures) {
 	ref := modes[0].name
+	rps, cpu, frames := fig.rps, fig.cpu, fig.frames
 	// Every round, since a benchmark's own log keeps only its first lines.
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\nround\tnetwork\tput/s\trunner CPU µs/put\tframes/put\t")
+	fmt.Fprintln(tw, "\nround\tnetwork\tput/s\trunner CPU µs/put\tframes/put\tksoftirqd ms/run\t")
 	for round := range rps[ref] {
 		for _, m := range modes {
-			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.1f\t%.2f\t\n", round+1, m.name, rps[m.name][round], cpu[m.name][round], frames[m.name][round])
+			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.1f\t%.2f\t%.1f\t\n", round+1, m.name, rps[m.name][round], cpu[m.name][round], frames[m.name][round], fig.ksoftirqd[m.name][round])
 		}
 	}
 	tw.Flush()
@@ -168,7 +188,7 @@ func summarise(b *testing.B, load string, modes []fabricMode, rps, cpu, frames m
 	fmt.Fprintf(tw, "\n%s; %d interleaved rounds; median of the per-round ratios to %s's with their %.0f%% paired interval;\n"+
 		"runner CPU: the load generator, plus the shaper (in the runner's process) where packets go through it\n",
 		load, len(rps[ref]), ref, 100*(1-ratioAlpha))
-	fmt.Fprintf(tw, "network\tmedian put/s\tvs %s [95%%]\trunner CPU µs/put\tvs %s [95%%]\tframes/put\tshaper µs/frame\t\n", ref, ref)
+	fmt.Fprintf(tw, "network\tmedian put/s\tvs %s [95%%]\trunner CPU µs/put\tvs %s [95%%]\tframes/put\tshaper µs/frame\tksoftirqd ms/run\t\n", ref, ref)
 	for _, m := range modes {
 		r := ratioOf(rps[ref], rps[m.name])
 		c := ratioOf(cpu[ref], cpu[m.name])
@@ -177,7 +197,7 @@ func summarise(b *testing.B, load string, modes []fabricMode, rps, cpu, frames m
 			perFrame = fmt.Sprintf("%.2f", pf)
 			b.ReportMetric(pf, m.name+"_shaper_µs/frame")
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t%.2f\t%s\t\n", m.name, results.Median(rps[m.name]), r, results.Median(cpu[m.name]), c, results.Median(frames[m.name]), perFrame)
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t%.2f\t%s\t%.1f\t\n", m.name, results.Median(rps[m.name]), r, results.Median(cpu[m.name]), c, results.Median(frames[m.name]), perFrame, results.Median(fig.ksoftirqd[m.name]))
 		if m.name != ref {
 			r.report(b, m.name+"_ratio")
 			c.report(b, m.name+"_cpu_ratio")
@@ -213,15 +233,20 @@ func fabricModeNames() []string {
 
 // fabricModes is loopback, the reference, then the modes named in list.
 func fabricModes(list string) ([]fabricMode, error) {
+	return modesAfter(fabricMode{"loopback", ""}, "-fabric-modes", list)
+}
+
+// modesAfter is ref, then the known modes named in list (flag's value).
+func modesAfter(ref fabricMode, flag, list string) ([]fabricMode, error) {
 	known := knownFabricModes
-	out := []fabricMode{{"loopback", ""}}
+	out := []fabricMode{ref}
 	for _, name := range strings.Split(list, ",") {
 		i := slices.IndexFunc(known, func(m fabricMode) bool { return m.name == name })
 		if i < 0 {
-			return nil, fmt.Errorf("-fabric-modes: unknown network %q: write one of %s", name, strings.Join(fabricModeNames(), ", "))
+			return nil, fmt.Errorf("%s: unknown network %q: write one of %s", flag, name, strings.Join(fabricModeNames(), ", "))
 		}
-		if slices.Contains(out, known[i]) {
-			return nil, fmt.Errorf("-fabric-modes: %q is named twice", name)
+		if slices.ContainsFunc(out, func(m fabricMode) bool { return m.network == known[i].network }) {
+			return nil, fmt.Errorf("%s: %q is named twice, or is the reference", flag, name)
 		}
 		out = append(out, known[i])
 	}

@@ -14,6 +14,7 @@ import (
 var (
 	busyYielders   = flag.Int("busy.yielders", 2, "goroutines that keep BenchmarkBusyRoundTrip's Ps busy in its busy case, yielding between 20 µs turns")
 	busyPlainReads = flag.Bool("busy.plain-reads", false, "BenchmarkBusyRoundTrip's shaper reads each frame with read(2), as where io_uring is missing or forbidden")
+	busyPackets    = flag.Bool("busy.packet-writes", false, "BenchmarkBusyRoundTrip's shaper delivers through packet sockets (Options.PacketWrites), for timing what that adds to a round trip")
 )
 
 // BenchmarkBusyRoundTrip times TCP round trips over a link of 20 ms RTT,
@@ -30,7 +31,7 @@ func BenchmarkBusyRoundTrip(b *testing.B) {
 	const delay = 10 * time.Millisecond
 	for _, busy := range []bool{false, true} {
 		b.Run(fmt.Sprintf("busy=%t", busy), func(b *testing.B) {
-			f := newFabricWith(b, Options{PlainReads: *busyPlainReads}, "a", "b")
+			f := newFabricWith(b, Options{PlainReads: *busyPlainReads, PacketWrites: *busyPackets}, "a", "b")
 			both(f, "a", "b", shaper.Link{Delay: delay})
 			e := dialEcho(b, f, "a", "b")
 			e.roundTrips(b, 10)

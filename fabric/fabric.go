@@ -288,7 +288,7 @@ func (f *Fabric) Backend() string {
 	case f.kernel != nil:
 		return KernelBackend
 	case f.bypassing() && f.packets != "":
-		return BypassBackend + "; the shaper's deliveries batched through packet sockets"
+		return BypassPacketWritesBackend
 	case f.bypassing():
 		return BypassBackend
 	case f.packets != "":
@@ -303,9 +303,11 @@ func (f *Fabric) Backend() string {
 const (
 	Backend       = "userspace (TUN router)"
 	BypassBackend = "userspace (TUN router) for shaped pairs, kernel (veth to a bridge) for the others"
-	// PacketWritesBackend is every pair through the shaper, which
-	// delivers in batches through packet sockets (Options.PacketWrites).
-	PacketWritesBackend = "userspace (TUN router, deliveries batched through packet sockets)"
+	// PacketWritesBackend and BypassPacketWritesBackend are Backend and
+	// BypassBackend with the shaper delivering in batches through packet
+	// sockets (Options.PacketWrites).
+	PacketWritesBackend       = "userspace (TUN router, deliveries batched through packet sockets)"
+	BypassPacketWritesBackend = BypassBackend + "; the shaper's deliveries batched through packet sockets"
 )
 
 func (f *Fabric) addHost(ctx context.Context, h *Host) error {
@@ -461,10 +463,12 @@ func (f *Fabric) Pairs() map[[2]string]*shaper.PairCounts {
 }
 
 // Drops counts the frames the fabric lost that no link declared, so far:
-// those a host's TUN device dropped because its queue (the kernel's 500
-// frames; see noQueue) was full when the shaper had not read it in time,
-// and those a pair's queue refused at its limit. A link's declared loss and its cuts are not
-// counted. On the kernel reference, which has neither, it is 0.
+// those a host's TUN device dropped because its queue (tunQueueLen
+// frames) was full when the shaper had not read it in time, those a
+// pair's queue refused at its limit, and (Options.PacketWrites) those a
+// host's delivering veth could not hand its namespace, whose backlog was
+// full. A link's declared loss and its cuts are not counted. On the
+// kernel reference, which has none of these, it is 0.
 func (f *Fabric) Drops() (uint64, error) {
 	if f.router == nil {
 		return 0, nil
@@ -480,7 +484,8 @@ func (f *Fabric) Drops() (uint64, error) {
 		}
 		n += tx.dropped
 	}
-	return n, nil
+	d, err := f.deliveryDrops()
+	return n + d, err
 }
 
 // Frames counts the frames the shaper has read from the hosts' devices so

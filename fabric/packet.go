@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/coordlab/scenario/fabric/shaper"
@@ -95,6 +96,41 @@ func (f *Fabric) addDelivery(ctx context.Context, h *Host) (*os.File, error) {
 		return err
 	})
 	return out, err
+}
+
+// deliveryDrops counts the frames the delivering veths dropped: the veth
+// driver counts a frame its other end, in the host, did not take (its
+// backlog full, or the device down) as a transmit drop of the end the
+// shaper writes to. 0 without Options.PacketWrites.
+func (f *Fabric) deliveryDrops() (uint64, error) {
+	if f.packets == "" {
+		return 0, nil
+	}
+	var n uint64
+	err := inNetns(netnsPath(f.packets), func() error {
+		nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return fmt.Errorf("netlink: %w", err)
+		}
+		defer nl.Close()
+		for _, h := range f.hosts {
+			if h.out == nil {
+				continue
+			}
+			l, err := nl.LinkByName(vethName(h))
+			if err != nil {
+				return fmt.Errorf("host %s's delivering veth: %w", h.Name, err)
+			}
+			if st := l.Attrs().Statistics; st != nil {
+				n += st.TxDropped
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("fabric: %w", err)
+	}
+	return n, nil
 }
 
 // openWriteSocket opens a non-blocking AF_PACKET socket on the calling

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"strings"
 	"syscall"
@@ -77,6 +78,38 @@ func testPacketWrites(t *testing.T, opts Options) {
 		}
 		if d, err := f.Drops(); err != nil || d != 0 {
 			t.Errorf("Drops() = %d, %v; want none", d, err)
+		}
+	})
+	t.Run("drops", func(t *testing.T) {
+		f := newPacketFabric(t, opts, "a", "b")
+		if opts.Bypass {
+			both(f, "a", "b", shaper.Link{Delay: time.Millisecond})
+		}
+		// A host that takes nothing from its delivering veth: every frame
+		// delivered to it is a drop no link declared.
+		b := f.Host("b")
+		if err := runIP(t.Context(), f.ip, "-n", b.ns, "link", "set", deliverName, "down"); err != nil {
+			t.Fatal(err)
+		}
+		c, err := dialIn(t.Context(), f.Host("a").NetnsPath(), "udp", netip.AddrPortFrom(b.Addr, 9).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		const sent = 20
+		for range sent {
+			if _, err := c.Write([]byte("lost")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var d uint64
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if d, err = f.Drops(); err != nil || d >= sent {
+				break
+			}
+		}
+		if err != nil || d != sent {
+			t.Errorf("Drops() = %d, %v after %d datagrams to a host whose delivering veth is down; want %d", d, err, sent, sent)
 		}
 	})
 	t.Run("reject", func(t *testing.T) {
