@@ -9,9 +9,10 @@ import (
 )
 
 // geoScenario is a shaped run: a 3-node etcd over three regions 20 ms
-// apart, and closed-loop put clients in n1's region (-geo-clients, over a
-// connection each ten), between which nothing is declared. The members' links are shaped; the clients' hop to
-// n1 and the runner's observer's pairs are not.
+// apart, and closed-loop put clients in n1's region (-geo-clients, a
+// connection for each ten), between which nothing is declared. The
+// members' links are shaped; the clients' hop to n1 and the runner's
+// observer's pairs are not.
 const geoScenario = `
 cluster "main" {
   store     = "etcd"
