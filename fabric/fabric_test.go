@@ -81,9 +81,9 @@ func newFabricWith(t testing.TB, opts Options, names ...string) *Fabric {
 				t.Errorf("namespace %s left behind", h.ns)
 			}
 		}
-		if f.bridge != "" {
-			if _, err := os.Stat(netnsPath(f.bridge)); !os.IsNotExist(err) {
-				t.Errorf("switch namespace %s left behind", f.bridge)
+		for what, ns := range map[string]string{"switch": f.bridge, "packet": f.packets} {
+			if _, err := os.Stat(netnsPath(ns)); ns != "" && !os.IsNotExist(err) {
+				t.Errorf("%s namespace %s left behind", what, ns)
 			}
 		}
 	})

@@ -15,22 +15,6 @@ import (
 	"github.com/coordlab/scenario/fabric/shaper"
 )
 
-// newPacketFabric is a fabric with opts (PacketWrites), whose namespace of
-// outer ends must be gone after Close.
-func newPacketFabric(t *testing.T, opts Options, names ...string) *Fabric {
-	t.Helper()
-	var ns string
-	// Registered first, so it runs after the fabric's Close.
-	t.Cleanup(func() {
-		if _, err := os.Stat(netnsPath(ns)); ns != "" && !os.IsNotExist(err) {
-			t.Errorf("packet namespace %s left behind", ns)
-		}
-	})
-	f := newFabricWith(t, opts, names...)
-	ns = f.packets
-	return f
-}
-
 // TestPacketWrites runs what a run needs of the shaper with its frames
 // delivered through packet sockets: a delay, a stream carried whole in
 // segments of many packets (the offsets of their virtio-net headers moved
@@ -50,14 +34,14 @@ func TestPacketWrites(t *testing.T) {
 
 func testPacketWrites(t *testing.T, opts Options) {
 	t.Run("delay", func(t *testing.T) {
-		f := newPacketFabric(t, opts, "a", "b")
+		f := newFabricWith(t, opts, "a", "b")
 		if got := f.Backend(); !strings.Contains(got, "packet sockets") {
 			t.Errorf("backend %q does not say the deliveries go through packet sockets", got)
 		}
 		checkRoundTrip(t, f, "a", "b", 25*time.Millisecond, 30)
 	})
 	t.Run("segments", func(t *testing.T) {
-		f := newPacketFabric(t, opts, "a", "b")
+		f := newFabricWith(t, opts, "a", "b")
 		if opts.Bypass {
 			// Through the shaper, which delivers through the veth.
 			both(f, "a", "b", shaper.Link{Delay: time.Millisecond})
@@ -81,7 +65,7 @@ func testPacketWrites(t *testing.T, opts Options) {
 		}
 	})
 	t.Run("drops", func(t *testing.T) {
-		f := newPacketFabric(t, opts, "a", "b")
+		f := newFabricWith(t, opts, "a", "b")
 		if opts.Bypass {
 			both(f, "a", "b", shaper.Link{Delay: time.Millisecond})
 		}
@@ -113,7 +97,7 @@ func testPacketWrites(t *testing.T, opts Options) {
 		}
 	})
 	t.Run("reject", func(t *testing.T) {
-		f := newPacketFabric(t, opts, "a", "b")
+		f := newFabricWith(t, opts, "a", "b")
 		e := dialEcho(t, f, "a", "b")
 		e.roundTrips(t, 3)
 		if err := f.SetLink(f.Host("a"), f.Host("b"), shaper.Link{Down: true, Reject: true}); err != nil {
