@@ -467,8 +467,8 @@ func (f *Fabric) Pairs() map[[2]string]*shaper.PairCounts {
 // frames) was full when the shaper had not read it in time, those a
 // pair's queue refused at its limit, and (Options.PacketWrites) those a
 // host's delivering veth could not hand its namespace (its backlog full,
-// or the device down). A link's declared loss and its cuts are not counted. On the
-// kernel reference, which has none of these, it is 0.
+// or the device down). A link's declared loss and its cuts are not
+// counted. On the kernel reference, which has none of these, it is 0.
 func (f *Fabric) Drops() (uint64, error) {
 	if f.router == nil {
 		return 0, nil

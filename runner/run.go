@@ -73,10 +73,9 @@ type Options struct {
 	// (what the ring saves); NetworkEngagedPacketWrites engaged with a
 	// pair's frames delivered in batches through a packet socket and a
 	// veth instead of a write(2) a frame to the TUN device
-	// (fabric.Options.PacketWrites).
-	// NetworkKernel builds the kernel reference
-	// instead of the shaper (veth links to a bridge, partitions by
-	// iptables; no shaping), to check the shaper's faults against. ""
+	// (fabric.Options.PacketWrites). NetworkKernel builds the kernel
+	// reference instead of the shaper (veth links to a bridge, partitions
+	// by iptables; no shaping), to check the shaper's faults against. ""
 	// leaves the choice to the plan.
 	Network string
 	// Provider runs every cluster with this provider (one of
