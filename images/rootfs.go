@@ -277,7 +277,7 @@ func aptInstall(ctx context.Context, root string, pkgs ...string) (err error) {
 	defer func() { err = errors.Join(err, os.Remove(policy)) }()
 
 	proc := filepath.Join(root, "proc")
-	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := mountProc(proc); err != nil {
 		return fmt.Errorf("mount /proc in %s (building the zookeeper image needs root): %w", root, err)
 	}
 	defer func() { err = errors.Join(err, unmount(proc)) }()
@@ -303,27 +303,6 @@ func aptInstall(ctx context.Context, root string, pkgs ...string) (err error) {
 		}
 	}
 	return nil
-}
-
-// unmount unmounts p if something is mounted there.
-func unmount(p string) error {
-	for {
-		err := unix.Unmount(p, 0)
-		switch {
-		case err == nil:
-			continue // mounted twice? unmount until nothing is
-		case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT):
-			return nil // not a mount point (any more)
-		case errors.Is(err, unix.EBUSY):
-			// A process of the chroot still has it open: detach it
-			// now, the kernel frees it when they are gone.
-			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
-				return fmt.Errorf("unmount %s: %w", p, err)
-			}
-		default:
-			return fmt.Errorf("unmount %s: %w", p, err)
-		}
-	}
 }
 
 // zookeeperJar is a symlink the zookeeper image has in its lib directory

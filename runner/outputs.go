@@ -12,7 +12,7 @@ import (
 )
 
 // JUnitFile is the name of the JUnit report in the output directory.
-const JUnitFile = "junit.xml"
+const JUnitFile = results.JUnitFile
 
 // writeOutputs writes results.json, junit.xml, the per-op HdrHistogram
 // interval logs (hlog/<workload>.<op>.hlog) and, with Options.Report, a

@@ -1,3 +1,5 @@
+//go:build linux && !scenario_norun
+
 package main
 
 import (

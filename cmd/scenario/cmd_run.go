@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,8 +25,6 @@ import (
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/internal/safefile"
 	"github.com/coordlab/scenario/plan"
-	"github.com/coordlab/scenario/report"
-	"github.com/coordlab/scenario/runner"
 )
 
 type runFlags struct {
@@ -117,6 +113,38 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("run the scenario N times (1 to %d), each on a fresh cluster, into rep-1 ... rep-N beside an aggregate results.json (default the file's repeat, else 1 for run and 5 for noise)", dsl.MaxRepeat))
 }
 
+// networkChoice is what --network and --kube-network ask for, checked and
+// spelled as the flags spell them.
+type networkChoice struct {
+	network string // shaper, shaper-all or kernel
+	kube    string // fabric, pods, or "" to choose by where the pods run
+}
+
+func (f *runFlags) networks() (networkChoice, error) {
+	c := networkChoice{network: f.network, kube: f.kubeNetwork}
+	switch f.network {
+	case "shaper", "shaper-all", "kernel":
+	default:
+		return c, &exitError{code: exitInvalid, err: fmt.Errorf("--network %q: write shaper, shaper-all or kernel", f.network)}
+	}
+	switch f.kubeNetwork {
+	case "auto":
+		c.kube = ""
+	case "fabric", "pods":
+	default:
+		return c, &exitError{code: exitInvalid, err: fmt.Errorf("--kube-network %q: write auto, fabric or pods", f.kubeNetwork)}
+	}
+	return c, nil
+}
+
+// playArgs is what one run of a plan takes besides the flags.
+type playArgs struct {
+	dir, path string // the run's results directory, the scenario file
+	networks  networkChoice
+	logger    *slog.Logger
+	progress  io.Writer
+}
+
 // pointRuns is what one sweep point (or the scenario, outside a sweep)
 // ran: one run, or its repetitions and their aggregate.
 type pointRuns struct {
@@ -143,23 +171,9 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer,
 	default:
 		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--provider %q: unknown provider; write one of %s", f.provider, strings.Join(plan.Providers, ", "))}
 	}
-	var network string
-	switch f.network {
-	case "shaper":
-	case "shaper-all":
-		network = runner.NetworkEngaged
-	case runner.NetworkKernel:
-		network = runner.NetworkKernel
-	default:
-		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--network %q: write shaper, shaper-all or kernel", f.network)}
-	}
-	kubeNetwork := f.kubeNetwork
-	switch kubeNetwork {
-	case "auto":
-		kubeNetwork = ""
-	case runner.KubeNetworkFabric, runner.KubeNetworkPods:
-	default:
-		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--kube-network %q: write auto, fabric or pods", f.kubeNetwork)}
+	nets, err := f.networks()
+	if err != nil {
+		return nil, err
 	}
 	if cmd.Flags().Changed("repeat") && (f.repeat < 1 || f.repeat > dsl.MaxRepeat) {
 		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--repeat %d: write a whole number from 1 to %d", f.repeat, dsl.MaxRepeat)}
@@ -167,6 +181,9 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer,
 	build, err := loadScenario(cmd, path, &f.vars)
 	if err != nil {
 		return nil, err
+	}
+	if err := runnerBuilt(); err != nil {
+		return nil, &exitError{code: exitInfra, err: err}
 	}
 	if f.profiles != (profiles{}) {
 		stop, err := startProfiles(f.profiles)
@@ -241,23 +258,7 @@ repetitions:
 				fmt.Fprintf(stdout, "\n== sweep point %d/%d: %s\n", i+1, len(build.Plans), pointText(pl.Point))
 			}
 			dir = filepath.Join(dir, rel)
-			res, err := runner.Run(cmd.Context(), pl, runner.Options{
-				OutDir:       dir,
-				Keep:         f.keep,
-				StateDir:     f.stateDir,
-				CacheDir:     f.cacheDir,
-				AbortOnFail:  f.abortOnFail,
-				Realtime:     f.realtime,
-				ScenarioFile: path,
-				Logger:       logger,
-				Progress:     stderr,
-				Live:         isTerminal(stderr),
-				Provider:     f.provider,
-				Kube: runner.KubeOptions{Kubeconfig: f.kubeconfig, Context: f.kubeContext, AllowNonTest: f.kubeAllowNonTest,
-					AgentImage: cmp.Or(f.agentImage, images.AgentImage(version)), RegionLabel: f.kubeRegionLabel, Network: kubeNetwork},
-				Network: network,
-				Report:  report.WriteInto,
-			})
+			res, err := f.play(cmd.Context(), pl, playArgs{dir: dir, path: path, networks: nets, logger: logger, progress: stderr})
 			if res != nil {
 				// Results exist even when a fault could not be applied: show
 				// what was measured before saying why the run does not count.
@@ -366,21 +367,6 @@ func prepareOutDir(out string, nested, overwrite bool) error {
 	return os.Remove(probe.Name())
 }
 
-// runError maps a runner error to its exit code.
-func runError(ctx context.Context, err error) error {
-	var unsupported *runner.UnsupportedError
-	var infra *runner.InfraError
-	switch {
-	case errors.As(err, &unsupported):
-		return &exitError{code: exitInvalid, err: err}
-	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted; everything the run started has been stopped and removed")}
-	case errors.As(err, &infra):
-		return &exitError{code: exitInfra, err: err}
-	}
-	return &exitError{code: exitInfra, err: err}
-}
-
 // writeComparison shows the sweep's points (or the repetitions, each
 // labelled rep=k) side by side, on stdout and in comparison.txt next to
 // their directories; a sweep also gets sweep.html.
@@ -425,7 +411,7 @@ func writeRepetitionsJUnit(pr *pointRuns) error {
 	if err := results.WriteJUnitRepetitions(&buf, pr.runs, pr.reps); err != nil {
 		return err
 	}
-	if err := safefile.WriteAtomic(filepath.Join(pr.dir, runner.JUnitFile), buf.Bytes(), 0o644, false); err != nil {
+	if err := safefile.WriteAtomic(filepath.Join(pr.dir, results.JUnitFile), buf.Bytes(), 0o644, false); err != nil {
 		return fmt.Errorf("write the repetitions' JUnit report: %w", err)
 	}
 	return nil

@@ -30,6 +30,10 @@ const SchemaVersion = 1
 // FileName is the name Write gives the results file inside its directory.
 const FileName = "results.json"
 
+// JUnitFile is the name of a run's JUnit report (one test case per check)
+// beside its results.
+const JUnitFile = "junit.xml"
+
 // Results is one run of one scenario (one sweep point).
 type Results struct {
 	// SchemaVersion is the version of this schema the file was written with.
