@@ -98,7 +98,7 @@ func checkShaperReads(t *testing.T, res *results.Results, out string) {
 	}
 	// junit.xml, written with results.json before the teardown, is
 	// written again with it.
-	junit, err := os.ReadFile(filepath.Join(out, JUnitFile))
+	junit, err := os.ReadFile(filepath.Join(out, results.JUnitFile))
 	if err != nil {
 		t.Fatal(err)
 	}

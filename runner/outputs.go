@@ -11,9 +11,6 @@ import (
 	"github.com/coordlab/scenario/internal/results"
 )
 
-// JUnitFile is the name of the JUnit report in the output directory.
-const JUnitFile = results.JUnitFile
-
 // writeOutputs writes results.json, junit.xml, the per-op HdrHistogram
 // interval logs (hlog/<workload>.<op>.hlog) and, with Options.Report, a
 // report into OutDir.
@@ -53,7 +50,7 @@ func (x *execution) writeResults(res *results.Results, hlogDir string) error {
 	if err := results.Write(dir, res); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
-	f, err := os.Create(filepath.Join(dir, JUnitFile))
+	f, err := os.Create(filepath.Join(dir, results.JUnitFile))
 	if err != nil {
 		return fmt.Errorf("write JUnit report: %w", err)
 	}
