@@ -9,8 +9,9 @@ import (
 
 // The stand-in for a command a non-Linux build cannot run takes whatever it
 // is given and fails as infrastructure, saying why and what works instead.
-// The stand-ins themselves build only off Linux (run_other.go); make vet
-// builds the command for macOS.
+// The stand-ins themselves build only off Linux or with the tag
+// scenario_norun (run_norun.go, run by TestWithoutRunner); make vet builds
+// the command for macOS.
 func TestLinuxOnlyCommand(t *testing.T) {
 	for _, args := range [][]string{nil, {"--state-dir", "/x", "--kubernetes"}, {"run", "sock"}} {
 		cmd := linuxOnlyCommand("reap", "Remove what killed runs left behind", false)

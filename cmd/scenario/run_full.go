@@ -26,7 +26,13 @@ func (f *runFlags) play(ctx context.Context, pl *plan.Plan, a playArgs) (*result
 	case "kernel":
 		network = runner.NetworkKernel
 	}
-	kubeNetwork := map[string]string{"fabric": runner.KubeNetworkFabric, "pods": runner.KubeNetworkPods}[a.networks.kube]
+	var kubeNetwork string
+	switch a.networks.kube {
+	case "fabric":
+		kubeNetwork = runner.KubeNetworkFabric
+	case "pods":
+		kubeNetwork = runner.KubeNetworkPods
+	}
 	return runner.Run(ctx, pl, runner.Options{
 		OutDir:       a.dir,
 		Keep:         f.keep,
