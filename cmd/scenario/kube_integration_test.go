@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -68,14 +71,36 @@ phase "p" {
 		t.Fatalf("pods of the killed run: %v, %v (want them left behind for reap)", &pods, err)
 	}
 
-	code, stdout, stderr := run(t, "reap", "--kubernetes", "--kubeconfig", c.Kubeconfig(), "--state-dir", state)
+	// reap runs as a process of its own, as after a lost CI job: in this
+	// one it would set client-go's process-wide logger (klog) under the
+	// goroutines of the test's own client, which read it.
+	code, stdout, stderr := runChild(t, 3*time.Minute, "reap", "--kubernetes", "--kubeconfig", c.Kubeconfig(), "--state-dir", state)
 	if code != 0 || !strings.Contains(stdout, "namespace") {
 		t.Fatalf("reap: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if err := k.Core.Get(ctx, "", "namespaces", ns, &corev1.Namespace{}); err == nil {
 		t.Errorf("namespace %s still there after reap", ns)
 	}
-	if code, stdout, _ := run(t, "reap", "--kubernetes", "--kubeconfig", c.Kubeconfig(), "--state-dir", state); code != 0 || !strings.Contains(stdout, "nothing to remove") {
+	if code, stdout, _ := runChild(t, 3*time.Minute, "reap", "--kubernetes", "--kubeconfig", c.Kubeconfig(), "--state-dir", state); code != 0 || !strings.Contains(stdout, "nothing to remove") {
 		t.Errorf("a second reap: exit %d, %q; want nothing to remove", code, stdout)
 	}
+}
+
+// runChild runs the command line args as a process of its own and returns
+// its exit code and output; it fails the test if the process has not
+// exited within limit.
+func runChild(t *testing.T, limit time.Duration, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asCLIEnv+"=1")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	code, ok := waitExit(t, cmd, limit)
+	if !ok {
+		t.Fatalf("scenario %s did not exit within %s\n%s\n%s", strings.Join(args, " "), limit, &out, &errOut)
+	}
+	return code, out.String(), errOut.String()
 }
