@@ -289,6 +289,15 @@ func (w *worker) send(intended time.Duration, queued bool) time.Duration {
 	return end
 }
 
+// opBase is what every op's context derives from: not the Run's context,
+// whose cancellation must not cut an op short (ops end by their own timeout,
+// so that a stopped load records no false errors) and whose values no store
+// client reads. A store client looks values up in its op's context many
+// times a request (gRPC's metadata, peer, stats and call info, clientv3's
+// own), and a lookup that misses walks the whole chain: every context the
+// command, the runner and the phase wrapped the Run's in, instead of two.
+func opBase() context.Context { return context.Background() }
+
 // expire records a request that was never sent because it was still queued
 // at the drain cutoff. To its user it timed out; its op is still drawn so the
 // loss is attributed to the right operation.
@@ -307,7 +316,7 @@ func (e *Engine) runClosed(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadS
 		l.ClientsFrom, l.ClientsTo = e.spec.Clients, e.spec.Clients
 	}
 	end := start + l.Duration.D()
-	opCtx := context.WithoutCancel(ctx)
+	opCtx := opBase()
 	wd := startWatchdog(watchTick(e.timeout), e.now)
 	defer wd.close()
 	var (
@@ -375,7 +384,7 @@ func (e *Engine) runOpen(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadSpe
 	sched := Arrivals(l)
 	table := sched // workers' own copy: Next mutates sched
 	end := start + l.Duration.D()
-	opCtx := context.WithoutCancel(ctx)
+	opCtx := opBase()
 	wd := startWatchdog(watchTick(e.timeout), e.now)
 	defer wd.close()
 	q := newBacklog(e.spec.Clients)

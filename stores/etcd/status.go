@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -93,25 +95,37 @@ func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
 }
 
 // memberIndex maps etcd member IDs to node indexes. The zero value is
-// ready to use and safe for concurrent use.
+// ready to use and safe for concurrent use. Every response of every client
+// looks a member up, while the membership is learnt a handful of times a
+// run, so lookups read an immutable map without a lock and learning
+// replaces it.
 type memberIndex struct {
-	mu    sync.Mutex
-	nodes map[uint64]int // etcd member ID -> 1-based node index
+	mu    sync.Mutex                     // serialises learners
+	nodes atomic.Pointer[map[uint64]int] // etcd member ID -> 1-based node index
 }
 
 func (m *memberIndex) learn(id uint64, node int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.nodes == nil {
-		m.nodes = make(map[uint64]int)
+	var old map[uint64]int
+	if p := m.nodes.Load(); p != nil {
+		old = *p
 	}
-	m.nodes[id] = node
+	if n, ok := old[id]; ok && n == node {
+		return
+	}
+	next := make(map[uint64]int, len(old)+1)
+	maps.Copy(next, old)
+	next[id] = node
+	m.nodes.Store(&next)
 }
 
 func (m *memberIndex) node(id uint64) (int, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n, ok := m.nodes[id]
+	p := m.nodes.Load()
+	if p == nil {
+		return 0, false
+	}
+	n, ok := (*p)[id]
 	return n, ok
 }
 

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,44 @@ func TestNodeIndex(t *testing.T) {
 		if got != want || ok != (want > 0) {
 			t.Errorf("nodeIndex(%q) = %d, %v; want %d", name, got, ok, want)
 		}
+	}
+}
+
+// TestMemberIndex learns members while other goroutines look them up, as
+// a client's responses do while the background member list arrives; run
+// with -race.
+func TestMemberIndex(t *testing.T) {
+	var m memberIndex
+	if n, ok := m.node(7); ok || n != 0 {
+		t.Fatalf("empty index: node(7) = %d, %v", n, ok)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 1000 {
+				if n, ok := m.node(0xa1); ok && n != 1 {
+					t.Errorf("node(0xa1) = %d, want 1", n)
+					return
+				}
+			}
+		})
+	}
+	for id := uint64(0xa1); id < 0xa4; id++ {
+		m.learn(id, int(id-0xa0))
+		m.learn(id, int(id-0xa0)) // again, as a second refresh does
+	}
+	wg.Wait()
+	for id, want := range map[uint64]int{0xa1: 1, 0xa2: 2, 0xa3: 3} {
+		if n, ok := m.node(id); !ok || n != want {
+			t.Errorf("node(%#x) = %d, %v; want %d", id, n, ok, want)
+		}
+	}
+	m.learn(0xa2, 5) // a member renamed: the newer answer wins
+	if n, _ := m.node(0xa2); n != 5 {
+		t.Errorf("after relearning, node(0xa2) = %d, want 5", n)
+	}
+	if _, ok := m.node(0xff); ok {
+		t.Errorf("node(0xff) found, never learnt")
 	}
 }
 
