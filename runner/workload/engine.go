@@ -317,7 +317,7 @@ func (e *Engine) runClosed(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadS
 	}
 	end := start + l.Duration.D()
 	opCtx := opBase()
-	wd := startWatchdog(watchTick(e.timeout), e.now)
+	wd := startWatchdog(e.timeout, e.now)
 	defer wd.close()
 	var (
 		wg     sync.WaitGroup
@@ -385,7 +385,7 @@ func (e *Engine) runOpen(ctx context.Context, sl hrsleep.Sleeper, l plan.LoadSpe
 	table := sched // workers' own copy: Next mutates sched
 	end := start + l.Duration.D()
 	opCtx := opBase()
-	wd := startWatchdog(watchTick(e.timeout), e.now)
+	wd := startWatchdog(e.timeout, e.now)
 	defer wd.close()
 	q := newBacklog(e.spec.Clients)
 	next, more := sched.Next()

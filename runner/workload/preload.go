@@ -42,7 +42,7 @@ func (e *Engine) Preload(ctx context.Context, n int) error {
 	)
 	// Timed out as the load's ops are (see opTimer): no deadline, so no
 	// runtime timer and no grpc-timeout header per write.
-	wd := startWatchdog(watchTick(e.timeout), e.now)
+	wd := startWatchdog(e.timeout, e.now)
 	defer wd.close()
 	for w := range n {
 		timer := newOpTimer(ctx)

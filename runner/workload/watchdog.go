@@ -61,11 +61,20 @@ func (t *opTimer) end() bool {
 	return true
 }
 
-// expire cancels the op if it is still running past its due time at now.
-func (t *opTimer) expire(now time.Duration) {
-	if d := t.due.Load(); d > 0 && int64(now) >= d && t.due.CompareAndSwap(d, claimed) {
+// expire cancels the op if it is still running past its due time at now,
+// and otherwise returns the due time of the op it left running (0 if none).
+func (t *opTimer) expire(now time.Duration) (pending time.Duration) {
+	d := t.due.Load()
+	switch {
+	case d <= 0:
+		return 0
+	case int64(now) < d:
+		return time.Duration(d)
+	}
+	if t.due.CompareAndSwap(d, claimed) {
 		t.cancel()
 	}
+	return 0
 }
 
 // errClass is the error class of an op's result: "" for a success, a
@@ -101,13 +110,24 @@ type watchdog struct {
 	done   chan struct{}
 }
 
-// startWatchdog scans every tick until stop is called, reading the time
-// from now.
-func startWatchdog(tick time.Duration, now func() time.Duration) *watchdog {
+// startWatchdog cancels the ops of the timers added to it once they are
+// past their due time, reading the time from now. Every op is due timeout
+// after it began, so a scan at t that finds the earliest op still running
+// due at d has nothing to do before min(d, t+timeout): it sleeps until then,
+// but at least watchTick(timeout), which bounds how late an op ends and how
+// often the watchdog wakes while ops keep timing out. A fixed tick woke an
+// otherwise idle process 62 times a second at the default timeout: one
+// thread's sleep and wake-up each time, for every run at every load.
+//
+// An op whose start was read before a scan and whose due time was stored
+// after it (its worker was descheduled in between) is cancelled late by at
+// most that delay.
+func startWatchdog(timeout time.Duration, now func() time.Duration) *watchdog {
 	w := &watchdog{stop: make(chan struct{}), done: make(chan struct{})}
+	tick := watchTick(timeout)
 	go func() {
 		defer close(w.done)
-		t := time.NewTicker(tick)
+		t := time.NewTimer(tick)
 		defer t.Stop()
 		var seen []*opTimer
 		for {
@@ -120,9 +140,13 @@ func startWatchdog(tick time.Duration, now func() time.Duration) *watchdog {
 			seen = append(seen[:0], w.timers...)
 			w.mu.Unlock()
 			at := now()
+			next := at + timeout
 			for _, ot := range seen {
-				ot.expire(at)
+				if d := ot.expire(at); d > 0 {
+					next = min(next, d)
+				}
 			}
+			t.Reset(max(next-now(), tick))
 		}
 	}()
 	return w

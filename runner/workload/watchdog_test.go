@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +76,42 @@ func TestOpTimerLeavesOpsOnTime(t *testing.T) {
 		t.Fatal("the watchdog cancelled a worker between ops")
 	}
 	ot.end()
+}
+
+// The watchdog sleeps until the earliest op in flight is due, instead of
+// waking every tick: over half a second with a 200 ms timeout it scans a
+// handful of times, where a tick of 200ms/64 would scan 160 times; and it
+// still cancels an op that outlives its due time, never before it.
+func TestWatchdogWakesForDueOps(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	base := time.Now()
+	var scans atomic.Int64 // each scan reads the time twice
+	now := func() time.Duration { scans.Add(1); return time.Since(base) }
+	wd := startWatchdog(timeout, now)
+	idle, busy := newOpTimer(context.Background()), newOpTimer(context.Background())
+	defer idle.close()
+	defer busy.close()
+	wd.add(idle)
+	wd.add(busy)
+	time.Sleep(500 * time.Millisecond)
+	if n := scans.Load() / 2; n > 20 {
+		t.Errorf("%d scans in 500 ms with no op in flight; want a few (one a timeout)", n)
+	}
+	due := time.Since(base) + 100*time.Millisecond
+	ctx := busy.begin(due)
+	select {
+	case <-ctx.Done():
+		if at := time.Since(base); at < due {
+			t.Errorf("op cancelled at %v, before it was due at %v", at, due)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an op past its due time was not cancelled")
+	}
+	if !busy.end() {
+		t.Error("end did not report the op the watchdog cancelled")
+	}
+	wd.close()
 }
 
 func TestWatchTick(t *testing.T) {
