@@ -83,8 +83,7 @@ func TestReapStaleRun(t *testing.T) {
 
 	// The owner: a process that has exited. Its start time cannot match a
 	// later process that reuses the pid.
-	owner := exec.Command(os.Args[0], "version")
-	owner.Env = append(os.Environ(), asCLIEnv+"=1")
+	owner := cliCommand("version")
 	if err := owner.Run(); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,14 @@ import (
 // SIGINT test can signal a real process without building another binary.
 const asCLIEnv = "SCENARIO_TEST_AS_CLI"
 
+// cliCommand is the scenario command line args in a process of its own:
+// this test binary, acting as the command.
+func cliCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asCLIEnv+"=1")
+	return cmd
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(asCLIEnv) == "1" {
 		main()
@@ -329,8 +337,7 @@ func ownedBy(t *testing.T, owner string) []string {
 func startLongRun(t *testing.T, state string, extra ...string) (*exec.Cmd, *bytes.Buffer, *watchWriter) {
 	t.Helper()
 	path := writeScenario(t, "long.hcl", strings.Replace(smokeScenario(passingCheck), `"4s"`, `"60s"`, 1))
-	cmd := exec.Command(os.Args[0], append([]string{"run", path, "--out", t.TempDir(), "--state-dir", state}, extra...)...)
-	cmd.Env = append(os.Environ(), asCLIEnv+"=1")
+	cmd := cliCommand(append([]string{"run", path, "--out", t.TempDir(), "--state-dir", state}, extra...)...)
 	started := make(chan struct{})
 	stderr := &watchWriter{pattern: "[steady]", hit: func() { close(started) }}
 	var stdout bytes.Buffer

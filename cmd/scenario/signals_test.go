@@ -98,8 +98,7 @@ func startCLI(t *testing.T, args ...string) (*exec.Cmd, *watchWriter) {
 // pattern.
 func startWatched(t *testing.T, pattern string, hit func(), args ...string) (*exec.Cmd, *watchWriter) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asCLIEnv+"=1")
+	cmd := cliCommand(args...)
 	out := &watchWriter{pattern: pattern, hit: hit}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
