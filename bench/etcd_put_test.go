@@ -26,6 +26,8 @@ var (
 		"also run the breakdown contenders (engine with a plain clientv3 client, plain loops) that show where our overhead lies")
 	gcDefault = flag.Bool("gc-default", false,
 		"also run scenario with Go's default GC percent instead of the runner's GC headroom (internal/gcbudget), to show what the headroom buys")
+	disableTHP = flag.Bool("disablethp", false,
+		"also run scenario with GODEBUG=disablethp=1, which keeps the GC headroom off transparent huge pages (internal/gcbudget), to show what they buy; needs -fresh-process")
 	freshProcess = flag.Bool("fresh-process", true,
 		"run each of our contenders in a fresh process of this test binary, as etcd's tool runs in one of its own, and count that whole process's CPU and page faults; false runs them in this process after handing its heap back to the OS, counting the run alone, so that one -cpuprofile splits by contender")
 )
@@ -74,6 +76,9 @@ type contender struct {
 	// with is the flag that adds the contender to the benchmark, "" for
 	// one that always runs.
 	with string
+	// env is added to the environment of the contender's fresh process
+	// (a GODEBUG setting, which the runtime reads as it starts).
+	env []string
 }
 
 // ours is the contender whose ratio is reported as the benchmark's metric:
@@ -94,6 +99,7 @@ func allContenders(bins binaries) []contender {
 		{name: "etcd benchmark", run: tool(bins.benchmark), external: true},
 		{name: ours, run: runOurs(plan.ClientSpec{}), gcBudget: true},
 		{name: "scenario,GOGC=100", run: runOurs(plan.ClientSpec{}), with: "gc-default"},
+		{name: "scenario,GODEBUG=disablethp=1", run: runOurs(plan.ClientSpec{}), gcBudget: true, with: "disablethp", env: []string{"GODEBUG=disablethp=1"}},
 		// What a scenario pays for client { require_leader = true }.
 		{name: "scenario,require_leader=true", run: runOurs(plan.ClientSpec{RequireLeader: new(true)}), gcBudget: true, with: "breakdown"},
 		{name: "engine+deadline", run: runEnginePlain(true, false), gcBudget: true, with: "breakdown"},
@@ -108,7 +114,7 @@ func allContenders(bins binaries) []contender {
 
 // contenders is the contenders the flags ask for, etcd's tool first.
 func contenders(bins binaries) []contender {
-	added := map[string]bool{"": true, "gc-default": *gcDefault, "breakdown": *breakdown}
+	added := map[string]bool{"": true, "gc-default": *gcDefault, "breakdown": *breakdown, "disablethp": *disableTHP}
 	return slices.DeleteFunc(allContenders(bins), func(ct contender) bool { return !added[ct.with] })
 }
 
@@ -231,6 +237,9 @@ func runOnce(ctx context.Context, ct contender, c putCase, leader stores.Endpoin
 	}
 	if *freshProcess {
 		return runFresh(ctx, ct, c, leader, d)
+	}
+	if len(ct.env) > 0 {
+		return measurement{}, fmt.Errorf("%s sets its environment (%s), which needs a fresh process: drop -fresh-process=false", ct.name, strings.Join(ct.env, " "))
 	}
 	// Every run in this process starts from a heap returned to the OS:
 	// otherwise a contender that runs after another of ours reuses the

@@ -91,7 +91,7 @@ func runFresh(ctx context.Context, ct contender, c putCase, leader stores.Endpoi
 	}
 	defer r.Close()
 	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(append(os.Environ(), oursEnv...), freshEnv+"="+string(run))
+	cmd.Env = append(append(append(os.Environ(), oursEnv...), ct.env...), freshEnv+"="+string(run))
 	cmd.ExtraFiles = []*os.File{w}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr

@@ -56,8 +56,8 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The runner is a load generator: its collector runs less often while
-	// the heap is small (see internal/gcbudget). GOGC in the environment
-	// turns this off.
+	// the heap is small, and its heap grows into huge pages (see
+	// internal/gcbudget). GOGC in the environment turns both off.
 	go gcbudget.Run(context.Background(), gcbudget.DefaultHeadroom, time.Second)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
