@@ -31,6 +31,33 @@ func TestAdvisedRange(t *testing.T) {
 	}
 }
 
+func TestHugePagesAdvised(t *testing.T) {
+	tests := []struct {
+		name    string
+		setting string
+		err     error
+		want    bool
+	}{
+		{"always", "[always] madvise never\n", nil, true},
+		{"madvise, the kernel's default", "always [madvise] never\n", nil, true},
+		{"never", "always madvise [never]\n", nil, false},
+		{"no such file (a kernel without THP)", "", os.ErrNotExist, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			read := func(p string) ([]byte, error) {
+				if p != "/sys/kernel/mm/transparent_hugepage/enabled" {
+					t.Errorf("read %s", p)
+				}
+				return []byte(tt.setting), tt.err
+			}
+			if got := hugePagesAdvised(read); got != tt.want {
+				t.Errorf("hugePagesAdvised(%q) = %v, want %v", tt.setting, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestDisableTHP(t *testing.T) {
 	tests := []struct {
 		godebug string
