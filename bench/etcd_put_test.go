@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,8 @@ var (
 		"also run scenario with Go's default GC percent instead of the runner's GC headroom (internal/gcbudget), to show what the headroom buys")
 	disableTHP = flag.Bool("disablethp", false,
 		"also run scenario with GODEBUG=disablethp=1, which keeps the GC headroom off transparent huge pages (internal/gcbudget), to show what they buy; needs -fresh-process")
+	headroomMiB = flag.Int("headroom-mib", 0,
+		"also run scenario with this cap on the GC headroom in MiB instead of the runner's (internal/gcbudget.DefaultHeadroom), to weigh collections against fresh pages; needs -fresh-process")
 	freshProcess = flag.Bool("fresh-process", true,
 		"run each of our contenders in a fresh process of this test binary, as etcd's tool runs in one of its own, and count that whole process's CPU and page faults; false runs them in this process after handing its heap back to the OS, counting the run alone, so that one -cpuprofile splits by contender")
 )
@@ -100,6 +103,7 @@ func allContenders(bins binaries) []contender {
 		{name: ours, run: runOurs(plan.ClientSpec{}), gcBudget: true},
 		{name: "scenario,GOGC=100", run: runOurs(plan.ClientSpec{}), with: "gc-default"},
 		{name: "scenario,GODEBUG=disablethp=1", run: runOurs(plan.ClientSpec{}), gcBudget: true, with: "disablethp", env: []string{"GODEBUG=disablethp=1"}},
+		{name: "scenario,-headroom-mib", run: runOurs(plan.ClientSpec{}), gcBudget: true, with: "headroom", env: []string{fmt.Sprintf("%s=%d", headroomEnv, *headroomMiB<<20)}},
 		// What a scenario pays for client { require_leader = true }.
 		{name: "scenario,require_leader=true", run: runOurs(plan.ClientSpec{RequireLeader: new(true)}), gcBudget: true, with: "breakdown"},
 		{name: "engine+deadline", run: runEnginePlain(true, false), gcBudget: true, with: "breakdown"},
@@ -114,7 +118,7 @@ func allContenders(bins binaries) []contender {
 
 // contenders is the contenders the flags ask for, etcd's tool first.
 func contenders(bins binaries) []contender {
-	added := map[string]bool{"": true, "gc-default": *gcDefault, "breakdown": *breakdown, "disablethp": *disableTHP}
+	added := map[string]bool{"": true, "gc-default": *gcDefault, "breakdown": *breakdown, "disablethp": *disableTHP, "headroom": *headroomMiB > 0}
 	return slices.DeleteFunc(allContenders(bins), func(ct contender) bool { return !added[ct.with] })
 }
 
@@ -270,12 +274,20 @@ func withGCBudget(ctx context.Context, on bool, fn func() (measurement, error)) 
 	return fn()
 }
 
+// headroomEnv, in a fresh process's environment, is the GC headroom's cap
+// in bytes for the contender -headroom-mib adds.
+const headroomEnv = "SCENARIO_BENCH_HEADROOM"
+
 // startGCBudget puts the scenario command's GC headroom in force until
 // the returned stop is called, which restores the percent it found.
 func startGCBudget(ctx context.Context) (stop func()) {
 	gctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { gcbudget.Run(gctx, gcbudget.DefaultHeadroom, time.Second) })
+	headroom := uint64(gcbudget.DefaultHeadroom)
+	if n, err := strconv.ParseUint(os.Getenv(headroomEnv), 10, 64); err == nil && n > 0 {
+		headroom = n
+	}
+	wg.Go(func() { gcbudget.Run(gctx, headroom, time.Second) })
 	return func() {
 		cancel()
 		wg.Wait()
