@@ -31,6 +31,8 @@ var (
 		"also run scenario with GODEBUG=disablethp=1, which keeps the GC headroom off transparent huge pages (internal/gcbudget), to show what they buy; needs -fresh-process")
 	headroomMiB = flag.Int("headroom-mib", 0,
 		"also run scenario with this cap on the GC headroom in MiB instead of the runner's (internal/gcbudget.DefaultHeadroom), to weigh collections against fresh pages; needs -fresh-process")
+	fixedRate = flag.Int("rate", 0,
+		"also run the 1000-client case with both tools held to this many puts a second (etcd's tool's --rate, our open loop), below what the cluster reaches, to compare the clients' CPU a request at equal throughput")
 	freshProcess = flag.Bool("fresh-process", true,
 		"run each of our contenders in a fresh process of this test binary, as etcd's tool runs in one of its own, and count that whole process's CPU and page faults; false runs them in this process after handing its heap back to the OS, counting the run alone, so that one -cpuprofile splits by contender")
 )
@@ -55,6 +57,24 @@ var (
 var putCases = []putCase{
 	{name: "clients=1", clients: 1, conns: 1, total: 10_000, keySize: 8, valueSize: 256, keyspace: 100_000},
 	{name: "clients=1000,conns=100", clients: 1000, conns: 100, total: 100_000, keySize: 8, valueSize: 256, keyspace: 100_000},
+}
+
+// casesToRun are putCases and, with -rate, the 1000-client case held to
+// that rate. At full speed the client and the cluster share two saturated
+// cores, so each process's CPU a second hardly moves and a client's CPU a
+// request follows the throughput the cluster reaches; held to one rate
+// both tools answer the same requests, and the CPU a request is the
+// client's own.
+func casesToRun(rate int) []putCase {
+	cs := slices.Clone(putCases)
+	if rate > 0 {
+		c := putCases[1]
+		c.name += ",rate=" + strconv.Itoa(rate)
+		c.rate = rate
+		c.total = 10 * rate // ten seconds, as the others take
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // runTimeout bounds one run of any contender: far beyond what a healthy run
@@ -165,7 +185,7 @@ func BenchmarkEtcdPut(b *testing.B) {
 
 	cs := contenders(bins)
 	var all []caseResult
-	for _, c := range putCases {
+	for _, c := range casesToRun(*fixedRate) {
 		b.Run(c.name, func(b *testing.B) {
 			var r caseResult
 			for b.Loop() {
@@ -411,4 +431,41 @@ func roundsPerCase(all []caseResult) string {
 		parts[i] = fmt.Sprintf("%s: %d", r.c.name, len(r.runs[0]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+func TestCasesToRun(t *testing.T) {
+	tests := []struct {
+		rate      int
+		wantNames []string
+	}{
+		{0, []string{"clients=1", "clients=1000,conns=100"}},
+		{6000, []string{"clients=1", "clients=1000,conns=100", "clients=1000,conns=100,rate=6000"}},
+	}
+	for _, tt := range tests {
+		cs := casesToRun(tt.rate)
+		var names []string
+		for _, c := range cs {
+			names = append(names, c.name)
+		}
+		if !slices.Equal(names, tt.wantNames) {
+			t.Errorf("casesToRun(%d) = %q, want %q", tt.rate, names, tt.wantNames)
+			continue
+		}
+		for _, c := range cs[:2] {
+			if c.rate != 0 {
+				t.Errorf("casesToRun(%d): %s has rate %d, want the full-speed case", tt.rate, c.name, c.rate)
+			}
+		}
+		if tt.rate == 0 {
+			continue
+		}
+		// A fresh child finds the case by name among casesToRun(its Rate).
+		held, base := cs[2], cs[1]
+		if held.rate != tt.rate || held.total != 10*tt.rate || held.clients != base.clients || held.conns != base.conns || held.keyspace != base.keyspace {
+			t.Errorf("casesToRun(%d): held case %+v, want %+v with rate %d and %d puts", tt.rate, held, base, tt.rate, 10*tt.rate)
+		}
+	}
+	if putCases[1].rate != 0 || len(putCases) != 2 {
+		t.Errorf("casesToRun changed putCases: %+v", putCases)
+	}
 }

@@ -43,6 +43,7 @@ type freshRun struct {
 	LeaderNode int
 	LeaderAddr string
 	Duration   time.Duration
+	Rate       int // the case's rate: the child's flags are its defaults
 }
 
 // freshResult is what the child reports of its run. CPU and page faults
@@ -77,7 +78,7 @@ func TestMain(m *testing.M) {
 // and page faults are the whole process's, as etcd's tool's are: start,
 // dial, run and exit.
 func runFresh(ctx context.Context, ct contender, c putCase, leader stores.Endpoint, d time.Duration) (measurement, error) {
-	run, err := json.Marshal(freshRun{Contender: ct.name, Case: c.name, LeaderNode: leader.Node, LeaderAddr: leader.ClientAddr, Duration: d})
+	run, err := json.Marshal(freshRun{Contender: ct.name, Case: c.name, LeaderNode: leader.Node, LeaderAddr: leader.ClientAddr, Duration: d, Rate: c.rate})
 	if err != nil {
 		return measurement{}, err
 	}
@@ -125,14 +126,15 @@ func freshChild(run string, out *os.File) error {
 	}
 	cs := allContenders(binaries{})
 	i := slices.IndexFunc(cs, func(ct contender) bool { return ct.name == fr.Contender && !ct.external })
-	j := slices.IndexFunc(putCases, func(c putCase) bool { return c.name == fr.Case })
+	cases := casesToRun(fr.Rate)
+	j := slices.IndexFunc(cases, func(c putCase) bool { return c.name == fr.Case })
 	if i < 0 || j < 0 {
 		return fmt.Errorf("%s: no contender %q of ours or no case %q", freshEnv, fr.Contender, fr.Case)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	leader := stores.Endpoint{Node: fr.LeaderNode, ClientAddr: fr.LeaderAddr}
-	m, err := withGCBudget(ctx, cs[i].gcBudget, func() (measurement, error) { return cs[i].run(ctx, leader, putCases[j], fr.Duration) })
+	m, err := withGCBudget(ctx, cs[i].gcBudget, func() (measurement, error) { return cs[i].run(ctx, leader, cases[j], fr.Duration) })
 	if err != nil {
 		return err
 	}

@@ -90,6 +90,11 @@ func runEngine(ctx context.Context, cli stores.Client, c putCase, d time.Duratio
 	var bg sync.WaitGroup
 	bg.Go(func() { coll.Run(bgCtx) })
 	load := plan.LoadSpec{Workload: spec.Name, Mode: plan.LoadClosed, ClientsFrom: c.clients, ClientsTo: c.clients, Duration: plan.Duration(d)}
+	if c.rate > 0 {
+		// The open loop's clients are its workers (spec.Clients), as
+		// etcd's tool's are the goroutines waiting on its rate limiter.
+		load = plan.LoadSpec{Workload: spec.Name, Mode: plan.LoadOpen, RateFrom: float64(c.rate), RateTo: float64(c.rate), Duration: plan.Duration(d)}
+	}
 	st, err := eng.Run(ctx, load, 0)
 	// Run returns once the last op sent before the end has come back: the
 	// same span etcd's tool reports, first send to last answer.

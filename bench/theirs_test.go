@@ -24,6 +24,10 @@ type putCase struct {
 	keySize   int   // bytes
 	valueSize int   // bytes
 	keyspace  int64 // distinct keys, written in sequence
+	// rate holds both tools to this many puts a second (etcd's tool's
+	// --rate, our open loop); 0 lets them go as fast as the cluster
+	// answers.
+	rate int
 }
 
 // measurement is one run of one tool.
@@ -66,6 +70,9 @@ func runTheirs(ctx context.Context, bin, addr string, c putCase) (measurement, e
 		"--val-size=" + strconv.Itoa(c.valueSize),
 		"--key-space-size=" + strconv.FormatInt(c.keyspace, 10),
 		"--sequential-keys",
+	}
+	if c.rate > 0 {
+		args = append(args, "--rate="+strconv.Itoa(c.rate))
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
