@@ -111,6 +111,9 @@ func runEnginePlain(deadline, requireLeader bool) func(context.Context, stores.E
 // value, each latency kept for exact percentiles as the tool's report
 // keeps them. Client i sends on connection i%conns, as the tool does.
 func runLoop(ctx context.Context, leader stores.Endpoint, c putCase, _ time.Duration) (_ measurement, err error) {
+	if c.rate > 0 {
+		return measurement{}, fmt.Errorf("loop,pinned runs only at full speed, not held to %d puts a second: drop -rate or -breakdown", c.rate)
+	}
 	cli, err := newPlainClient(leader, c.conns)
 	if err != nil {
 		return measurement{}, err

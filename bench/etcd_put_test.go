@@ -32,7 +32,7 @@ var (
 	headroomMiB = flag.Int("headroom-mib", 0,
 		"also run scenario with this cap on the GC headroom in MiB instead of the runner's (internal/gcbudget.DefaultHeadroom), to weigh collections against fresh pages; needs -fresh-process")
 	fixedRate = flag.Int("rate", 0,
-		"also run the 1000-client case with both tools held to this many puts a second (etcd's tool's --rate, our open loop), below what the cluster reaches, to compare the clients' CPU a request at equal throughput")
+		"also run the 1000-client case with both tools held to this many puts a second (etcd's tool's --rate, our open loop), below what the cluster reaches, to compare the clients' CPU a request at equal throughput (not with -breakdown, whose loop,pinned runs only at full speed)")
 	freshProcess = flag.Bool("fresh-process", true,
 		"run each of our contenders in a fresh process of this test binary, as etcd's tool runs in one of its own, and count that whole process's CPU and page faults; false runs them in this process after handing its heap back to the OS, counting the run alone, so that one -cpuprofile splits by contender")
 )
