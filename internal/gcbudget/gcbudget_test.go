@@ -92,6 +92,30 @@ type node struct {
 	_    [2]int64
 }
 
+func TestNextWait(t *testing.T) {
+	for _, tt := range []struct{ last, interval, want time.Duration }{
+		{time.Second / firstLookSooner, time.Second, time.Second / 4},
+		{time.Second / 4, time.Second, time.Second / 2},
+		{time.Second / 2, time.Second, time.Second},
+		{time.Second, time.Second, time.Second},
+		{600 * time.Millisecond, time.Second, time.Second},
+		{0, time.Second, 1},
+	} {
+		if got := nextWait(tt.last, tt.interval); got != tt.want {
+			t.Errorf("nextWait(%v, %v) = %v, want %v", tt.last, tt.interval, got, tt.want)
+		}
+	}
+	// From the first wait, the first four looks come within two intervals.
+	at, wait := time.Duration(0), time.Second/firstLookSooner
+	for range 4 {
+		at += wait
+		wait = nextWait(wait, time.Second)
+	}
+	if at > 2*time.Second {
+		t.Errorf("the fourth look comes at %v, want within 2 s", at)
+	}
+}
+
 // TestRunSetsAndRestores runs the adjuster while the test keeps a live
 // heap of many small pointers, which every collection marks, and
 // allocates short-lived small objects fast: collections at Go's default
