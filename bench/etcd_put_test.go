@@ -421,7 +421,40 @@ func printTable(w io.Writer, all []caseResult) {
 		}
 	}
 	tw.Flush()
+	printHeapTable(w, all)
 }
+
+// printHeapTable prints, for the contenders that ran as processes of their
+// own, what their gctrace said: how many collections, what the last one
+// marked live, the most stack scanned, and what was allocated a request
+// (start and dial included, as in their CPU).
+func printHeapTable(w io.Writer, all []caseResult) {
+	traced := func(runs []measurement) bool {
+		return slices.ContainsFunc(runs, func(m measurement) bool { return m.heap.cycles > 0 })
+	}
+	if !slices.ContainsFunc(all, func(r caseResult) bool { return slices.ContainsFunc(r.runs, traced) }) {
+		return
+	}
+	fmt.Fprintln(w, "\nthe collector's work, from each process's GODEBUG=gctrace=1 (MiB rounded down by the trace; medians of the rounds):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "case\ttool\tcollections\tlive MiB (the last marked)\tstacks MiB (most scanned)\tKiB allocated/req\t")
+	for _, r := range all {
+		for i, name := range r.names {
+			if !traced(r.runs[i]) {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t\n", r.c.name, name,
+				results.Median(each(r.runs[i], func(m measurement) float64 { return float64(m.heap.cycles) })),
+				results.Median(each(r.runs[i], func(m measurement) float64 { return float64(m.heap.liveMB) })),
+				results.Median(each(r.runs[i], func(m measurement) float64 { return float64(m.heap.stacksMB) })),
+				results.Median(each(r.runs[i], allocKiBPerReq)))
+		}
+	}
+	tw.Flush()
+}
+
+// allocKiBPerReq is what the process allocated a request, by its gctrace.
+func allocKiBPerReq(m measurement) float64 { return perReq(m, float64(m.heap.allocMB)*1024) }
 
 // roundsPerCase says how many rounds each case ran, as "case: n, ...":
 // rounds go on until the interval is narrow, so cases differ.

@@ -92,7 +92,9 @@ func runFresh(ctx context.Context, ct contender, c putCase, leader stores.Endpoi
 	}
 	defer r.Close()
 	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(append(append(os.Environ(), oursEnv...), ct.env...), freshEnv+"="+string(run))
+	// gctrace as for etcd's tool, so that both processes' collections are
+	// told by the same accounting.
+	cmd.Env = withGCTrace(append(append(append(os.Environ(), oursEnv...), ct.env...), freshEnv+"="+string(run)))
 	cmd.ExtraFiles = []*os.File{w}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
@@ -103,7 +105,7 @@ func runFresh(ctx context.Context, ct contender, c putCase, leader stores.Endpoi
 	w.Close()
 	out, rerr := io.ReadAll(r)
 	if err := errors.Join(cmd.Wait(), rerr); err != nil {
-		return measurement{}, fmt.Errorf("%s in a fresh process: %w\n%s", ct.name, err, lastLines(stderr.String(), 20))
+		return measurement{}, fmt.Errorf("%s in a fresh process: %w\n%s", ct.name, err, lastLines(withoutGCTrace(stderr.String()), 20))
 	}
 	var res freshResult
 	if err := json.Unmarshal(out, &res); err != nil {
@@ -114,6 +116,7 @@ func runFresh(ctx context.Context, ct contender, c putCase, leader stores.Endpoi
 		p50: res.P50, p99: res.P99, gc: res.GC,
 		usage:  childUsage(cmd.ProcessState),
 		runCPU: res.RunCPU, runFaults: res.RunFaults,
+		heap: tracedGC(stderr.Bytes()),
 	}, nil
 }
 

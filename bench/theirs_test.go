@@ -52,6 +52,9 @@ type measurement struct {
 	// dial and its exit; zero for the other runs.
 	runCPU    time.Duration
 	runFaults int64
+	// heap is what the process's gctrace said of its collections, for a
+	// whole process (etcd's tool, ours in a fresh process); zero otherwise.
+	heap gcTraced
 }
 
 // runTheirs runs `benchmark put` against the endpoint at addr and parses its
@@ -79,7 +82,7 @@ func runTheirs(ctx context.Context, bin, addr string, c putCase) (measurement, e
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = withGCTrace(os.Environ())
 	if err := cmd.Run(); err != nil {
-		return measurement{}, fmt.Errorf("etcd benchmark %s: %w\n%s", strings.Join(args, " "), err, lastLines(stderr.String(), 20))
+		return measurement{}, fmt.Errorf("etcd benchmark %s: %w\n%s", strings.Join(args, " "), err, lastLines(withoutGCTrace(stderr.String()), 20))
 	}
 	m, err := parseTheirs(stdout.Bytes())
 	if err != nil {
@@ -89,7 +92,8 @@ func runTheirs(ctx context.Context, bin, addr string, c putCase) (measurement, e
 	// all; a short count is how we notice them.
 	m.failed = int64(c.total) - m.requests
 	m.usage = childUsage(cmd.ProcessState)
-	m.gc = tracedGC(stderr.Bytes())
+	m.heap = tracedGC(stderr.Bytes())
+	m.gc = m.heap.cpu
 	return m, nil
 }
 
