@@ -103,8 +103,8 @@ func Percent(live, headroom uint64) int {
 // double up to interval (nextWait), until ctx is done, then restores the
 // percent it found. First it grows the heap by maxHeadroom of memory
 // advised to be backed by transparent huge pages (growHeapHuge), unless
-// GODEBUG has disablethp=1. It does nothing when the GOGC environment variable is set:
-// a user's choice stands.
+// GODEBUG has disablethp=1. It does nothing when the GOGC environment
+// variable is set: a user's choice stands.
 func Run(ctx context.Context, maxHeadroom uint64, interval time.Duration) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return
