@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +54,10 @@ func (s *startLag) Record(x metrics.Sample) {
 // BenchmarkOpenLoopLateness runs the open loop at 100, 1,000 and 5,000
 // requests/s for -lateness.for against a store that answers in 1 ms, and
 // reports how late requests were sent: the share later than the late-start
-// threshold (1 ms) and the lag's p50, p99 and max. No store shares the
+// threshold (1 ms) and the lag's p50, p99 and max, and what the process
+// spent a request doing it: its CPU and context switches, the store's own
+// sleeps included (what a change to the engine's wake-ups costs or saves
+// shows there). No store shares the
 // cores here, so this is the engine's own lateness; -lateness.hog N adds
 // N busy processes beside it, and -lateness.realtime runs the engine at
 // real-time priority, as scenario run --realtime does, and
@@ -74,6 +78,7 @@ func BenchmarkOpenLoopLateness(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				before := processUsage()
 				st, err := e.Run(b.Context(), openLoad(rate, rate, *latenessFor), e.now()+10*time.Millisecond)
 				if err != nil {
 					b.Fatal(err)
@@ -84,9 +89,31 @@ func BenchmarkOpenLoopLateness(b *testing.B) {
 				b.ReportMetric(float64(lag.lag[n/2])/1e3, "lag-p50-µs")
 				b.ReportMetric(float64(lag.lag[n*99/100])/1e3, "lag-p99-µs")
 				b.ReportMetric(float64(lag.lag[n-1])/1e3, "lag-max-µs")
+				used := processUsage().minus(before)
+				b.ReportMetric(float64(used.cpu)/1e3/float64(max(st.Sent, 1)), "cpu-µs/req")
+				b.ReportMetric(float64(used.switches)/float64(max(st.Sent, 1)), "switches/req")
 			}
 		})
 	}
+}
+
+// usage is what this process has used so far: CPU, user and system, and
+// context switches, voluntary and not.
+type usage struct {
+	cpu      time.Duration
+	switches int64
+}
+
+func processUsage() usage {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return usage{}
+	}
+	return usage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), switches: int64(ru.Nvcsw + ru.Nivcsw)}
+}
+
+func (u usage) minus(v usage) usage {
+	return usage{cpu: u.cpu - v.cpu, switches: u.switches - v.switches}
 }
 
 // BenchmarkMachineStalls is the reference for BenchmarkOpenLoopLateness: a

@@ -2,9 +2,11 @@ package workload
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,12 +81,7 @@ func timerfdWakeups(d, period time.Duration) (wakeups, error) {
 		return wakeups{}, fmt.Errorf("timerfd: %w", err)
 	}
 	defer unix.Close(fd)
-	now := func() int64 {
-		var ts unix.Timespec
-		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-		return ts.Nano()
-	}
-	start := now() + int64(period)
+	start := monotonicNow() + int64(period)
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(start), Interval: unix.NsecToTimespec(int64(period))}
 	if err := unix.TimerfdSettime(fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
 		return wakeups{}, fmt.Errorf("timerfd: %w", err)
@@ -95,7 +92,7 @@ func timerfdWakeups(d, period time.Duration) (wakeups, error) {
 		if _, err := unix.Read(fd, buf); err != nil {
 			return wakeups{}, fmt.Errorf("timerfd: %w", err)
 		}
-		t := now()
+		t := monotonicNow()
 		k := binary.LittleEndian.Uint64(buf)
 		w.missed += k - 1
 		// Timed from the expiry the thread slept for: what a request due
@@ -112,4 +109,97 @@ func timerfdWakeups(d, period time.Duration) (wakeups, error) {
 			return w, nil
 		}
 	}
+}
+
+// monotonicNow reads CLOCK_MONOTONIC, the clock timerfds expire on.
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// BenchmarkPairedWakeups asks whether a second sleeper on the other vCPU
+// would make up for a late one: two locked threads, each bound to its own
+// CPU (pinned=true) or placed by the kernel (pinned=false), block on
+// timerfds that expire at the same times every 200 µs, as
+// BenchmarkSleeperWakeups' one does. An expiry is late for the pair only
+// when both threads answered it more than 1 ms after it came. It reports
+// the late share, p99 and largest lateness of each thread alone (a, b)
+// and of the pair.
+//
+//	go test ./runner/workload -run '^$' -bench PairedWakeups -benchtime 1x -args -lateness.for 20s
+func BenchmarkPairedWakeups(b *testing.B) {
+	for _, pinned := range []bool{true, false} {
+		b.Run(fmt.Sprintf("pinned=%v", pinned), func(b *testing.B) {
+			const period = 200 * time.Microsecond
+			for b.Loop() {
+				start := monotonicNow() + int64(5*time.Millisecond)
+				n := int(*latenessFor / period)
+				var (
+					wg   sync.WaitGroup
+					at   [2][]int64
+					errs [2]error
+				)
+				for cpu := range 2 {
+					wg.Go(func() { at[cpu], errs[cpu] = answerTimes(cpu, pinned, start, period, n) })
+				}
+				wg.Wait()
+				if err := errors.Join(errs[:]...); err != nil {
+					b.Fatal(err)
+				}
+				var lag [3][]time.Duration // a, b, the pair
+				for j := range n {
+					due := start + int64(j)*int64(period)
+					lag[0] = append(lag[0], time.Duration(at[0][j]-due))
+					lag[1] = append(lag[1], time.Duration(at[1][j]-due))
+					lag[2] = append(lag[2], time.Duration(min(at[0][j], at[1][j])-due))
+				}
+				for i, name := range []string{"a", "b", "pair"} {
+					l := lag[i]
+					slices.Sort(l)
+					within, _ := slices.BinarySearch(l, DefaultLateThreshold+1)
+					b.ReportMetric(100*float64(n-within)/float64(n), name+"-late-%")
+					b.ReportMetric(float64(l[n*99/100])/1e3, name+"-p99-µs")
+					b.ReportMetric(float64(l[n-1])/1e3, name+"-max-µs")
+				}
+			}
+		})
+	}
+}
+
+// answerTimes returns when each of the first n expiries of a timerfd that
+// expires every period from start was answered by a locked thread blocked
+// in read(2), bound to cpu if pinned.
+func answerTimes(cpu int, pinned bool, start int64, period time.Duration, n int) ([]int64, error) {
+	// Never unlocked: a pinned thread must not go back to the runtime, so
+	// it exits with this goroutine.
+	runtime.LockOSThread()
+	if pinned {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return nil, fmt.Errorf("bind to CPU %d: %w", cpu, err)
+		}
+	}
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("timerfd: %w", err)
+	}
+	defer unix.Close(fd)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(start), Interval: unix.NsecToTimespec(int64(period))}
+	if err := unix.TimerfdSettime(fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
+		return nil, fmt.Errorf("timerfd: %w", err)
+	}
+	at := make([]int64, 0, n+64)
+	buf := make([]byte, 8)
+	for len(at) < n {
+		if _, err := unix.Read(fd, buf); err != nil {
+			return nil, fmt.Errorf("timerfd: %w", err)
+		}
+		t := monotonicNow()
+		for range binary.LittleEndian.Uint64(buf) {
+			at = append(at, t)
+		}
+	}
+	return at[:n], nil
 }
