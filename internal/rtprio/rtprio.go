@@ -19,6 +19,7 @@ const Priority = 1
 // runtime starts most of its threads in the first second and few after.
 const scanEvery = 100 * time.Millisecond
 
-// cloneSettle is how long stop waits, once every thread is back, before
-// it looks again for threads whose clone had begun under a raised parent.
+// cloneSettle is how long Raise and stop wait, once every thread is at
+// the policy they give, before they look again for threads whose clone had
+// begun under a parent at the other policy.
 const cloneSettle = 10 * time.Millisecond

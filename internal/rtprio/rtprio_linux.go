@@ -56,19 +56,11 @@ func Raise(prio int) (stop func(), err error) {
 	}, nil
 }
 
-// raiseAll gives every thread attr, passing over the threads again until
-// a pass changes none: a thread that a thread not yet raised starts during
-// a pass begins at the normal policy, and would otherwise wait for the
-// scanner's next tick.
-func raiseAll(attr unix.SchedAttr) error {
-	for range 100 {
-		n, err := eachThread(attr)
-		if err != nil || n == 0 {
-			return err
-		}
-	}
-	return nil
-}
+// raiseAll gives every thread attr as converge does: a thread that a
+// raised thread starts begins at the normal policy (SCHED_RESET_ON_FORK),
+// and one whose clone was still under way during the last pass would
+// otherwise wait for the scanner's next tick.
+func raiseAll(attr unix.SchedAttr) error { return converge(attr) }
 
 // same reports whether a thread at cur already has attr. A real-time
 // policy leaves a thread's nice value as it was, so only the normal one
@@ -80,23 +72,33 @@ func same(cur, attr unix.SchedAttr) bool {
 	return attr.Policy == unix.SCHED_FIFO || cur.Nice == attr.Nice
 }
 
-// putBack gives every thread attr, passing over the threads again until a
+// putBack gives every thread attr as converge does, errors aside: a thread
+// still raised while a pass runs may start a thread, and the kernel starts
+// it at the normal policy and nice 0 (SCHED_RESET_ON_FORK), not at attr's
+// nice. Once every thread is at attr, every thread started later inherits
+// attr.
+func putBack(attr unix.SchedAttr) { _ = converge(attr) }
+
+// converge gives every thread attr, passing over the threads again until a
 // pass changes none, and once more a little later. One pass is not enough:
-// a thread still raised while the pass runs may start a thread, and the
-// kernel starts it at the normal policy and nice 0 (SCHED_RESET_ON_FORK),
-// not at attr's nice; the thread shows in /proc only once its clone ends,
-// which may be after a pass that found nothing to change. Once every
-// thread is at attr, every thread started later inherits attr.
-func putBack(attr unix.SchedAttr) {
+// a thread started during a pass may start at another policy, and it shows
+// in /proc only once its clone ends, which may be after a pass that found
+// nothing to change.
+func converge(attr unix.SchedAttr) error {
 	for range 100 {
-		if n, _ := eachThread(attr); n > 0 {
+		n, err := eachThread(attr)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
 			continue
 		}
 		time.Sleep(cloneSettle)
-		if n, _ := eachThread(attr); n == 0 {
-			return
+		if n, err = eachThread(attr); err != nil || n == 0 {
+			return err
 		}
 	}
+	return nil
 }
 
 // eachThread gives every thread of the process whose policy or nice value
