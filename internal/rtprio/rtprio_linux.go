@@ -28,7 +28,11 @@ func Raise(prio int) (stop func(), err error) {
 	if err := unix.SchedSetAttr(0, &fifo, 0); err != nil {
 		return nil, fmt.Errorf("SCHED_FIFO %d: %w (it needs CAP_SYS_NICE, and in a container a real-time budget: docker run --cap-add SYS_NICE, and with cgroup v1 --cpu-rt-runtime)", prio, err)
 	}
-	if err := raiseAll(fifo); err != nil {
+	// Every other thread, settling as stop does: a thread that a raised
+	// thread starts begins at the normal policy (SCHED_RESET_ON_FORK), and
+	// one whose clone was still under way during the last pass would
+	// otherwise wait for the scanner's next tick.
+	if err := converge(fifo); err != nil {
 		restore()
 		return nil, err
 	}
@@ -55,12 +59,6 @@ func Raise(prio int) (stop func(), err error) {
 		})
 	}, nil
 }
-
-// raiseAll gives every thread attr as converge does: a thread that a
-// raised thread starts begins at the normal policy (SCHED_RESET_ON_FORK),
-// and one whose clone was still under way during the last pass would
-// otherwise wait for the scanner's next tick.
-func raiseAll(attr unix.SchedAttr) error { return converge(attr) }
 
 // same reports whether a thread at cur already has attr. A real-time
 // policy leaves a thread's nice value as it was, so only the normal one
