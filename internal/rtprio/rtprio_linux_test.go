@@ -57,10 +57,12 @@ func TestRaise(t *testing.T) {
 	}
 
 	// Threads the runtime starts later: goroutines locked to threads and
-	// blocked in system calls make it start more.
+	// blocked in system calls make it start more. There are more of them
+	// than threads before, so some must be new even where an earlier run of
+	// the test (-count) left idle threads behind.
 	release := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 4 {
+	for range len(before) + 2 {
 		wg.Go(func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
