@@ -76,24 +76,19 @@ type wakeups struct {
 func timerfdWakeups(d, period time.Duration) (wakeups, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC) // blocking: no poller
+	start := monotonicNow() + int64(period)
+	fd, err := periodicTimerfd(start, period)
 	if err != nil {
-		return wakeups{}, fmt.Errorf("timerfd: %w", err)
+		return wakeups{}, err
 	}
 	defer unix.Close(fd)
-	start := monotonicNow() + int64(period)
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(start), Interval: unix.NsecToTimespec(int64(period))}
-	if err := unix.TimerfdSettime(fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
-		return wakeups{}, fmt.Errorf("timerfd: %w", err)
-	}
 	var w wakeups
-	buf := make([]byte, 8)
 	for end := start + int64(d); ; {
-		if _, err := unix.Read(fd, buf); err != nil {
-			return wakeups{}, fmt.Errorf("timerfd: %w", err)
+		k, err := waitExpiries(fd)
+		if err != nil {
+			return wakeups{}, err
 		}
 		t := monotonicNow()
-		k := binary.LittleEndian.Uint64(buf)
 		w.missed += k - 1
 		// Timed from the expiry the thread slept for: what a request due
 		// then waits.
@@ -194,25 +189,47 @@ func answerTimes(cpu int, pinned bool, start int64, period time.Duration, n int)
 			return nil, fmt.Errorf("bind to CPU %d: %w", cpu, err)
 		}
 	}
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
+	fd, err := periodicTimerfd(start, period)
 	if err != nil {
-		return nil, fmt.Errorf("timerfd: %w", err)
+		return nil, err
 	}
 	defer unix.Close(fd)
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(start), Interval: unix.NsecToTimespec(int64(period))}
-	if err := unix.TimerfdSettime(fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
-		return nil, fmt.Errorf("timerfd: %w", err)
-	}
 	at := make([]int64, 0, n+64)
-	buf := make([]byte, 8)
 	for len(at) < n {
-		if _, err := unix.Read(fd, buf); err != nil {
-			return nil, fmt.Errorf("timerfd: %w", err)
+		k, err := waitExpiries(fd)
+		if err != nil {
+			return nil, err
 		}
 		t := monotonicNow()
-		for range binary.LittleEndian.Uint64(buf) {
+		for range k {
 			at = append(at, t)
 		}
 	}
 	return at[:n], nil
+}
+
+// periodicTimerfd returns a blocking timerfd (no poller: the calling
+// thread itself sleeps in read(2)) that expires at start on
+// CLOCK_MONOTONIC and every period after.
+func periodicTimerfd(start int64, period time.Duration) (int, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("timerfd: %w", err)
+	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(start), Interval: unix.NsecToTimespec(int64(period))}
+	if err := unix.TimerfdSettime(fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("timerfd: %w", err)
+	}
+	return fd, nil
+}
+
+// waitExpiries blocks until fd expires and returns how many expiries
+// passed since the last read.
+func waitExpiries(fd int) (uint64, error) {
+	var buf [8]byte
+	if _, err := unix.Read(fd, buf[:]); err != nil {
+		return 0, fmt.Errorf("timerfd: %w", err)
+	}
+	return binary.LittleEndian.Uint64(buf[:]), nil
 }
