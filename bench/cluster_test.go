@@ -61,6 +61,7 @@ func installBinaries(ctx context.Context, b *testing.B) (binaries, error) {
 	if err != nil {
 		return binaries{}, fmt.Errorf("etcd server %s: %w", etcdVersion, err)
 	}
+	opts.Symbols = *toolSymbols
 	bench, err := etcd.InstallBenchmark(ctx, opts)
 	if err != nil {
 		return binaries{}, fmt.Errorf("etcd benchmark tool %s (go.etcd.io/etcd/v3/tools/benchmark): %w", etcdVersion, err)

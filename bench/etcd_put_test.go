@@ -31,6 +31,8 @@ var (
 		"also run scenario with GODEBUG=disablethp=1, which keeps the GC headroom off transparent huge pages (internal/gcbudget), to show what they buy; needs -fresh-process")
 	headroomMiB = flag.Int("headroom-mib", 0,
 		"also run scenario with this cap on the GC headroom in MiB instead of the runner's (internal/gcbudget.DefaultHeadroom), to weigh collections against fresh pages; needs -fresh-process")
+	toolSymbols = flag.Bool("tool-symbols", false,
+		"run etcd's tool built with its symbol table (cached apart from the stripped build), so that a profile of the benchmark (perf record -g -a) names the tool's functions as it does ours")
 	fixedRate = flag.Int("rate", 0,
 		"also run the 1000-client case with both tools held to this many puts a second (etcd's tool's --rate, our open loop), below what the cluster reaches, to compare the clients' CPU a request at equal throughput (not with -breakdown, whose loop,pinned runs only at full speed)")
 	freshProcess = flag.Bool("fresh-process", true,

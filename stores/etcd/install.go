@@ -26,6 +26,9 @@ type InstallOptions struct {
 	// instead of the versions etcd's release requires (see
 	// gobuild.Target.Upgrade, which also caches it apart).
 	Upgrade []string
+	// Symbols keeps the binary's symbol table, for a profiler (see
+	// gobuild.Target.Symbols, which also caches it apart).
+	Symbols bool
 }
 
 // tool is one binary built from etcd's Go modules.
@@ -112,7 +115,7 @@ func install(ctx context.Context, opts InstallOptions, t tool) (string, error) {
 	target := gobuild.Target{
 		Store: "etcd", Version: v.String(), Name: t.name,
 		Pkg: pkgPath, Module: modPath, ModVersion: modVersion, Hint: t.hint,
-		Upgrade: opts.Upgrade,
+		Upgrade: opts.Upgrade, Symbols: opts.Symbols,
 	}
 	path, err := gobuild.Install(ctx, opts.CacheDir, target, opts.Progress)
 	if err != nil {

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"debug/buildinfo"
+	"debug/elf"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,41 +55,11 @@ func TestFailedInstallLeavesNothing(t *testing.T) {
 
 // A build with Upgrade links the upgraded version of a library, not the one
 // the program's module requires, and is cached apart from the plain build of
-// the same Name. The modules come from a file proxy written here, so the
-// test needs neither the network nor the module cache's state.
+// the same Name.
 func TestInstallUpgradesLibraries(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command on PATH")
-	}
-	proxy := t.TempDir()
-	lib := func(version string) map[string]string {
-		return map[string]string{
-			"go.mod": "module example.test/lib\n\ngo 1.21\n",
-			"lib.go": "package lib\n\nconst Version = \"" + version + "\"\n",
-		}
-	}
-	publish(t, proxy, "example.test/lib", "v1.0.0", lib("v1.0.0"))
-	publish(t, proxy, "example.test/lib", "v1.1.0", lib("v1.1.0"))
-	publish(t, proxy, "example.test/cmd", "v1.0.0", map[string]string{
-		"go.mod":  "module example.test/cmd\n\ngo 1.21\n\nrequire example.test/lib v1.0.0\n",
-		"main.go": "package main\n\nimport \"example.test/lib\"\n\nfunc main() { println(lib.Version) }\n",
-	})
-
+	target := demoTarget(t)
+	target.Upgrade = []string{"example.test/lib@v1.1.0"}
 	cache := t.TempDir()
-	// A module cache of its own, emptied by the go command itself: it
-	// makes what it extracts read-only.
-	modCache := "GOMODCACHE=" + t.TempDir()
-	t.Cleanup(func() {
-		clean := exec.Command("go", "clean", "-modcache")
-		clean.Env = append(os.Environ(), modCache)
-		if out, err := clean.CombinedOutput(); err != nil {
-			t.Errorf("go clean -modcache: %v\n%s", err, out)
-		}
-	})
-	target := Target{Store: "demo", Version: "v1.0.0", Name: "cmd",
-		Pkg: "example.test/cmd", Module: "example.test/cmd", ModVersion: "v1.0.0",
-		Env:     []string{"GOPROXY=file://" + filepath.ToSlash(proxy), "GOSUMDB=off", modCache},
-		Upgrade: []string{"example.test/lib@v1.1.0"}}
 	bin, err := Install(t.Context(), cache, target, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +96,84 @@ func TestInstallUpgradesLibraries(t *testing.T) {
 	}
 	prints(plain, "v1.0.0")
 	prints(bin, "v1.1.0")
+}
+
+// A build with Symbols keeps the symbol table a profiler names functions
+// by, which the plain build strips, and is cached apart from it.
+func TestInstallKeepsSymbols(t *testing.T) {
+	target := demoTarget(t)
+	cache := t.TempDir()
+	plain, err := Install(t.Context(), cache, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target.Symbols = true
+	withSymbols, err := Install(t.Context(), cache, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain == withSymbols {
+		t.Fatalf("the plain build and the one with symbols share %s", plain)
+	}
+	hasMain := func(bin string) bool {
+		t.Helper()
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Skipf("%s is not an ELF binary (%v): symbols are checked on Linux only", bin, err)
+		}
+		defer f.Close()
+		syms, err := f.Symbols()
+		if errors.Is(err, elf.ErrNoSymbols) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", bin, err)
+		}
+		return slices.ContainsFunc(syms, func(s elf.Symbol) bool { return s.Name == "main.main" })
+	}
+	if !hasMain(withSymbols) {
+		t.Errorf("%s: no main.main in its symbol table", withSymbols)
+	}
+	if hasMain(plain) {
+		t.Errorf("%s, the plain build, kept its symbol table", plain)
+	}
+}
+
+// demoTarget is a program, example.test/cmd v1.0.0, that prints the version
+// of the library it links, example.test/lib (v1.0.0 by its requirements,
+// v1.1.0 published too). The modules come from a file proxy written here,
+// so the builds need neither the network nor the module cache's state.
+func demoTarget(t *testing.T) Target {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	proxy := t.TempDir()
+	lib := func(version string) map[string]string {
+		return map[string]string{
+			"go.mod": "module example.test/lib\n\ngo 1.21\n",
+			"lib.go": "package lib\n\nconst Version = \"" + version + "\"\n",
+		}
+	}
+	publish(t, proxy, "example.test/lib", "v1.0.0", lib("v1.0.0"))
+	publish(t, proxy, "example.test/lib", "v1.1.0", lib("v1.1.0"))
+	publish(t, proxy, "example.test/cmd", "v1.0.0", map[string]string{
+		"go.mod":  "module example.test/cmd\n\ngo 1.21\n\nrequire example.test/lib v1.0.0\n",
+		"main.go": "package main\n\nimport \"example.test/lib\"\n\nfunc main() { println(lib.Version) }\n",
+	})
+	// A module cache of its own, emptied by the go command itself: it
+	// makes what it extracts read-only.
+	modCache := "GOMODCACHE=" + t.TempDir()
+	t.Cleanup(func() {
+		clean := exec.Command("go", "clean", "-modcache")
+		clean.Env = append(os.Environ(), modCache)
+		if out, err := clean.CombinedOutput(); err != nil {
+			t.Errorf("go clean -modcache: %v\n%s", err, out)
+		}
+	})
+	return Target{Store: "demo", Version: "v1.0.0", Name: "cmd",
+		Pkg: "example.test/cmd", Module: "example.test/cmd", ModVersion: "v1.0.0",
+		Env: []string{"GOPROXY=file://" + filepath.ToSlash(proxy), "GOSUMDB=off", modCache}}
 }
 
 // publish writes module path@version with files to a GOPROXY=file:// tree.
