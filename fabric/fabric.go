@@ -128,6 +128,10 @@ type Options struct {
 	// a write(2) a frame to the TUN device, for measuring what that saves
 	// (see packet.go). Not in attached namespaces, nor with Kernel.
 	PacketWrites bool
+	// BusyPoll is the shaper's busy-poll window (shaper.Options.BusyPoll):
+	// its schedulers spin through the last BusyPoll before each packet is
+	// due. 0 sleeps.
+	BusyPoll time.Duration
 
 	// leaveBusy replaces the default leaveBusy (tests).
 	leaveBusy time.Duration
@@ -223,7 +227,8 @@ func New(ctx context.Context, specs []HostSpec, opts Options) (_ *Fabric, err er
 	}
 	if !opts.Kernel {
 		f.vnet = !opts.NoOffload
-		f.router = shaper.New(shaper.Options{Engage: opts.Engage, PlainReads: opts.PlainReads, Seed: opts.Seed, Logger: log, HeaderLen: f.headerLen(), MarkAddr: markAddr})
+		f.router = shaper.New(shaper.Options{Engage: opts.Engage, PlainReads: opts.PlainReads, Seed: opts.Seed, Logger: log,
+			HeaderLen: f.headerLen(), MarkAddr: markAddr, BusyPoll: opts.BusyPoll})
 	}
 	defer func() {
 		if err != nil {

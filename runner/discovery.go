@@ -119,7 +119,7 @@ func (c *clusterRun) newPush(w plan.WorkloadSpec) error {
 	}
 	record := c.historyFunc(w.Name, c.x.base)
 	eng, err := workload.New(w, c.clients[w.Name], c.coll.NewSink, c.x.base, workload.WithLogger(c.log),
-		workload.WithHistory(func(op workload.HistoryOp) {
+		workload.WithBusyPoll(c.x.opts.BusyPoll), workload.WithHistory(func(op workload.HistoryOp) {
 			record(op)
 			push.Written(op)
 		}))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/internal/results"
@@ -80,10 +81,18 @@ func needFabric(t *testing.T) {
 // nearest follower has the entry (a majority of 3). So a put costs the
 // client's RTT to n1, plus n1's RTT to the leader, plus the leader's RTT to
 // its nearest follower, plus an fsync and processing, which on this machine
-// take a few milliseconds.
+// take a few milliseconds. It runs with the shaper's schedulers and the
+// dispatcher sleeping until each due time, and again spinning through the
+// last 200 µs of it (Options.BusyPoll).
 func TestGeoWriteLatency(t *testing.T) {
 	needFabric(t)
-	res := runScenario(t, geoCluster+`
+	for _, busyPoll := range []time.Duration{0, 200 * time.Microsecond} {
+		t.Run(fmt.Sprintf("busy-poll=%v", busyPoll), func(t *testing.T) { testGeoWriteLatency(t, busyPoll) })
+	}
+}
+
+func testGeoWriteLatency(t *testing.T, busyPoll time.Duration) {
+	res := runScenarioWith(t, geoCluster+`
 phase "steady" {
   duration = "10s"
   load "w" {
@@ -95,8 +104,11 @@ check "links as declared" {
   condition = (phase.steady.network_pair["client-us-east"].n1.packets > 100 && phase.steady.network_pair.n1.n2.dropped == 0 &&
     run.network_pair.n2.n1.lost_share == 0 && run.network_pair.n1.n3.late_p99_ms < 1000)
 }
-`)
+`, Options{BusyPoll: busyPoll})
 	checkGeoLatency(t, res, "steady")
+	if got, want := res.Backend["busy_poll"], map[bool]string{true: busyPoll.String()}[busyPoll > 0]; got != want {
+		t.Errorf("backend.busy_poll = %q, want %q", got, want)
+	}
 	// A check reads the pairs, as results.json has them.
 	if len(res.Checks) != 1 || !res.Checks[0].Passed {
 		t.Errorf("checks %+v, want the pairs' check passed", res.Checks)

@@ -228,7 +228,7 @@ func (c *clusterRun) startPlay() error {
 			continue
 		}
 		eng, err := workload.New(w, c.clients[w.Name], c.coll.NewSink, c.x.base,
-			workload.WithLogger(c.log), c.recordHistory(w.Name, c.x.base))
+			workload.WithLogger(c.log), c.recordHistory(w.Name, c.x.base), workload.WithBusyPoll(c.x.opts.BusyPoll))
 		if err != nil {
 			return err
 		}
@@ -477,6 +477,9 @@ func (c *clusterRun) describe(res *results.Results, finished time.Time) {
 	}
 	res.Backend["provider"] = c.spec.Provider
 	res.Backend["network"] = "loopback"
+	if x.opts.BusyPoll > 0 {
+		res.Backend["busy_poll"] = x.opts.BusyPoll.String()
+	}
 	if x.fab != nil {
 		res.Backend["network"] = "namespaces"
 		res.Backend["shaper"] = x.fab.Backend()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/fabric"
+	"github.com/coordlab/scenario/internal/hrsleep"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/internal/rtprio"
 	"github.com/coordlab/scenario/plan"
@@ -50,6 +51,14 @@ type Options struct {
 	// other work on the machine delays neither packets nor sends; the
 	// stores and every process the run starts keep the normal policy.
 	Realtime bool
+	// BusyPoll has the shaper's schedulers and the open-loop dispatchers
+	// (remote workers' too) spin through the last BusyPoll before each
+	// due time instead of sleeping through it: packets and requests leave
+	// within microseconds of it on a quiet machine, where a sleeping
+	// thread wakes some tens of microseconds late, for up to a core each
+	// while due times come closer together than BusyPoll. 0 sleeps; at
+	// most hrsleep.MaxBusyPoll.
+	BusyPoll time.Duration
 	// ScenarioFile is recorded in results.json.
 	ScenarioFile string
 	// Logger receives diagnostics; nil discards them.
@@ -141,6 +150,9 @@ func Run(ctx context.Context, pl *plan.Plan, opts Options) (*results.Results, er
 	}
 	if opts.Network == NetworkKernel && pl.Network.Shaped() {
 		return nil, &UnsupportedError{Features: []string{"link shaping on the kernel reference network (it only cuts links: this kernel has no netem)"}}
+	}
+	if opts.BusyPoll < 0 || opts.BusyPoll > hrsleep.MaxBusyPoll {
+		return nil, fmt.Errorf("busy-poll window %v: want 0 to %v", opts.BusyPoll, hrsleep.MaxBusyPoll)
 	}
 	if opts.Realtime {
 		// Refused before anything starts where the process may not
@@ -442,6 +454,7 @@ func (x *execution) startFabric(ctx context.Context) error {
 		NoOffload:    x.opts.Network == NetworkEngagedNoOffload,
 		PlainReads:   x.opts.Network == NetworkEngagedPlain,
 		PacketWrites: x.opts.Network == NetworkEngagedPacketWrites,
+		BusyPoll:     x.opts.BusyPoll,
 		Logger:       x.log,
 	})
 	if err != nil {

@@ -61,6 +61,7 @@ func (c *clusterRun) startWorkers(k *kubeProvider) error {
 				Workload:  worker.SplitWorkload(w, i, n),
 				Endpoints: eps,
 				FirstID:   (i + 1) * worker.IDStride,
+				BusyPoll:  x.opts.BusyPoll,
 			}, w.Name)
 			if err != nil {
 				return c.infra("", "startup", fmt.Errorf("workload %q: %w", w.Name, err))

@@ -169,6 +169,12 @@ func TestExitCodes(t *testing.T) {
 			stdout: []string{unformatted}, stderr: []*regexp.Regexp{regexp.MustCompile(`need formatting`)}, unmodified: unformatted},
 		{name: "fmt --check a file with a syntax error", args: []string{"fmt", "--check", broken}, code: exitInvalid,
 			stderr: []*regexp.Regexp{location(broken, 2)}, unmodified: broken},
+		{name: "run with a negative busy-poll window", args: []string{"run", "--busy-poll", "-1ms", "../../examples/etcd-smoke.hcl"}, code: exitInvalid,
+			stderr: []*regexp.Regexp{regexp.MustCompile(`--busy-poll -1ms: write a duration from 0 \(sleep, the default\) to 10ms, such as 100us`)}},
+		{name: "run with too long a busy-poll window", args: []string{"run", "--busy-poll", "1s", "../../examples/etcd-smoke.hcl"}, code: exitInvalid,
+			stderr: []*regexp.Regexp{regexp.MustCompile(`--busy-poll 1s: write a duration`)}},
+		{name: "run with a busy-poll window that is no duration", args: []string{"run", "--busy-poll", "100", "../../examples/etcd-smoke.hcl"}, code: exitInvalid,
+			stderr: []*regexp.Regexp{regexp.MustCompile(`busy-poll`)}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitInvalid},
 		{name: "validate without a file", args: []string{"validate"}, code: exitInvalid},
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/coordlab/scenario/dsl"
 	"github.com/coordlab/scenario/images"
+	"github.com/coordlab/scenario/internal/hrsleep"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/internal/safefile"
 	"github.com/coordlab/scenario/plan"
@@ -42,6 +43,7 @@ type runFlags struct {
 	overwrite                                            bool
 	network                                              string
 	repeat                                               int
+	busyPoll                                             time.Duration
 	profiles                                             profiles
 }
 
@@ -97,6 +99,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.keep, "keep", false, "keep node data directories and logs in the state directory after the run")
 	fl.BoolVar(&f.abortOnFail, "abort-on-fail", false, "stop at the end of the first phase after which a check marked abort_on_fail fails")
 	fl.BoolVar(&f.realtime, "realtime", false, "run the runner's own threads (the shaper, the load generator) at real-time priority during the timeline, so that other work on a busy machine delays neither packets nor sends; the stores keep normal priority (Linux, needs CAP_SYS_NICE). For light loads: under a heavy one (a thousand closed-loop clients) it takes the cores from the stores")
+	fl.DurationVar(&f.busyPoll, "busy-poll", 0, fmt.Sprintf("spin through the last DURATION (e.g. 100us; at most %v) before each packet the shaper delays and each open-loop request is due, instead of sleeping through it: they then leave within a few microseconds of their time on a quiet machine rather than some tens late, at the cost of up to a core each while due times come closer together than DURATION. For machines with cores to spare: beside other busy work it does worse than sleeping, which --realtime is for", hrsleep.MaxBusyPoll))
 	fl.StringVar(&f.stateDir, "state-dir", "", "where run workspaces live (default $XDG_RUNTIME_DIR/scenario or /tmp/scenario-<uid>)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where store binaries are kept (default $XDG_CACHE_HOME/scenario/stores)")
 	fl.StringVar(&f.provider, "provider", "", "run every cluster as \"process\", \"docker\" or \"kubernetes\" whatever the file says (docker needs 'scenario images build' first where no registry is reachable; kubernetes needs KUBECONFIG and the agent image, see 'scenario images agent')")
@@ -174,6 +177,9 @@ func runScenario(cmd *cobra.Command, path string, f *runFlags, stdout io.Writer,
 	nets, err := f.networks()
 	if err != nil {
 		return nil, err
+	}
+	if f.busyPoll < 0 || f.busyPoll > hrsleep.MaxBusyPoll {
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--busy-poll %v: write a duration from 0 (sleep, the default) to %v, such as 100us", f.busyPoll, hrsleep.MaxBusyPoll)}
 	}
 	if cmd.Flags().Changed("repeat") && (f.repeat < 1 || f.repeat > dsl.MaxRepeat) {
 		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("--repeat %d: write a whole number from 1 to %d", f.repeat, dsl.MaxRepeat)}

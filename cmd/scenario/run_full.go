@@ -40,6 +40,7 @@ func (f *runFlags) play(ctx context.Context, pl *plan.Plan, a playArgs) (*result
 		CacheDir:     f.cacheDir,
 		AbortOnFail:  f.abortOnFail,
 		Realtime:     f.realtime,
+		BusyPoll:     f.busyPoll,
 		ScenarioFile: a.path,
 		Logger:       a.logger,
 		Progress:     a.progress,

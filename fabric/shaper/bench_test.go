@@ -17,6 +17,7 @@ import (
 var (
 	latenessHog      = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkLateness, as a busy CI runner would")
 	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkLateness at real-time priority, as scenario run --realtime does (needs CAP_SYS_NICE)")
+	latenessSpin     = flag.Duration("lateness.spin", 100*time.Microsecond, "the busy-poll window of BenchmarkLateness's spinning schedulers (timer=spin: hrsleep.NewSpinning)")
 	latenessYielders = flag.Int("lateness.yielders", 0, "goroutines that keep BenchmarkLateness's own Ps busy, yielding between 20 µs turns, as the garbage collector's background sweep does")
 )
 
@@ -139,7 +140,8 @@ func (d *pacedDev) Write(b []byte) (int, error) {
 // delay). cpu-ns/pkt is the process's CPU time per packet, the paced
 // source's included. The schedulers sleep on what runs use (timer=dual: a
 // timerfd and a read deadline) or, for comparison, on a timerfd alone
-// (timerfd, what runs used until 2026-12-05) or on runtime timers (go).
+// (timerfd, what runs used until 2026-12-05) or on runtime timers (go),
+// or spin through the last -lateness.spin before each due time (spin).
 // -lateness.hog N adds N busy processes beside it, -lateness.yielders N
 // keeps its own Ps busy, -lateness.realtime runs it at real-time priority.
 func BenchmarkLateness(b *testing.B) {
@@ -152,6 +154,7 @@ func BenchmarkLateness(b *testing.B) {
 		{"dual", hrsleep.NewDual},
 		{"timerfd", hrsleep.New},
 		{"go", hrsleep.NewTimer},
+		{"spin", func(ctx context.Context) hrsleep.Sleeper { return hrsleep.NewSpinning(ctx, *latenessSpin) }},
 	}
 	for _, rate := range []int{1000, 50000} {
 		for _, sl := range sleepers {

@@ -57,9 +57,18 @@ func TestUntouched(t *testing.T) {
 	}
 }
 
+// TestDelay delays one direction of a pair, with the pair's scheduler
+// sleeping until each packet is due and spinning through the last
+// millisecond (Options.BusyPoll).
 func TestDelay(t *testing.T) {
+	for _, busyPoll := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprintf("busy-poll=%v", busyPoll), func(t *testing.T) { testDelay(t, Options{BusyPoll: busyPoll}) })
+	}
+}
+
+func testDelay(t *testing.T, opts Options) {
 	const delay = 25 * time.Millisecond
-	tn := startNet(t, 2, Options{}, func(r *Router) { r.SetLink(hostID(0), hostID(1), Link{Delay: delay}) })
+	tn := startNet(t, 2, opts, func(r *Router) { r.SetLink(hostID(0), hostID(1), Link{Delay: delay}) })
 	const n = 200
 	sent := tn.send(0, 1, n, 200, 1000)
 	s := summarize(delays(t, sent, tn.recv(t, 1, n, 5*time.Second)))
@@ -392,17 +401,23 @@ func TestRunStops(t *testing.T) {
 		cancel  bool // cancel Run's context
 		close   bool // then close the devices
 		queued  bool // with a packet held for 10 s
+		spin    bool // with its scheduler spinning for it (Options.BusyPoll)
 		wantErr bool
 	}{
 		{name: "deadline", cancel: true},
 		{name: "deadline with queued packet", cancel: true, queued: true},
+		{name: "deadline with a scheduler spinning", cancel: true, queued: true, spin: true},
 		{name: "cancel then close", dev: hideDeadline, cancel: true, close: true},
 		{name: "devices closed", dev: hideDeadline, close: true},
 		{name: "read error", dev: func(d *memDev) io.ReadWriter { return errDev{d} }, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := New(Options{})
+			var opts Options
+			if tc.spin {
+				opts.BusyPoll = time.Hour
+			}
+			r := New(opts)
 			var devs []*memDev
 			for i := range 2 {
 				d := newMemDev()

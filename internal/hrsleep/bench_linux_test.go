@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 var (
 	benchFor   = flag.Duration("sleep.for", 3*time.Second, "how long each case of BenchmarkSleepLateness sleeps")
 	benchEvery = flag.Duration("sleep.every", 200*time.Microsecond, "how long each sleep of BenchmarkSleepLateness is")
+	benchSpin  = flag.Duration("sleep.spin", 100*time.Microsecond, "the busy-poll window of BenchmarkSleepLateness's spinning sleeper (NewSpinning)")
 )
 
 // BenchmarkSleepLateness sleeps -sleep.every over and over for -sleep.for
@@ -33,6 +35,7 @@ func BenchmarkSleepLateness(b *testing.B) {
 		{"dual", NewDual},
 		{"timerfd", New},
 		{"timer", NewTimer},
+		{"spin", func(ctx context.Context) Sleeper { return NewSpinning(ctx, *benchSpin) }},
 	}
 	for _, busy := range []string{"idle", "yielders"} {
 		for _, sl := range sleepers {
@@ -41,8 +44,11 @@ func BenchmarkSleepLateness(b *testing.B) {
 					cpuhog.Yielders(b, runtime.GOMAXPROCS(0))
 				}
 				for b.Loop() {
+					cpu0 := processCPU()
 					lag := sleepLags(b.Context(), sl.new, *benchEvery, *benchFor)
 					reportLags(b, lag)
+					// What the sleeper costs, the yielders' share included.
+					b.ReportMetric(100*float64(processCPU()-cpu0)/float64(*benchFor), "cpu-%")
 				}
 			})
 		}
@@ -83,4 +89,13 @@ func reportLags(b *testing.B, lag []time.Duration) {
 	b.ReportMetric(float64(lag[n/2])/1e3, "p50-µs")
 	b.ReportMetric(float64(lag[n*99/100])/1e3, "p99-µs")
 	b.ReportMetric(float64(lag[n-1])/1e3, "max-µs")
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

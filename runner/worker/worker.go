@@ -51,6 +51,8 @@ type Setup struct {
 	// Now is the runner's timeline offset when it sent Setup; the worker
 	// starts its own clock there, give or take the message's transit.
 	Now time.Duration `json:"now"`
+	// BusyPoll is the engine's busy-poll window (workload.WithBusyPoll).
+	BusyPoll time.Duration `json:"busy_poll,omitempty"`
 }
 
 // Load asks for one phase's load, starting at Start on the worker's clock.
@@ -223,7 +225,7 @@ func setup(ctx context.Context, s *Setup, w *writer, base time.Time, log *slog.L
 		return nil, nil, fmt.Errorf("connect to %s: %w", s.Store, err)
 	}
 	eng, err := workload.New(wl, cl, func() metrics.Sink { return sink{w} }, base,
-		workload.WithFirstID(s.FirstID), workload.WithLogger(log),
+		workload.WithFirstID(s.FirstID), workload.WithLogger(log), workload.WithBusyPoll(s.BusyPoll),
 		workload.WithHistory(func(op workload.HistoryOp) { w.send(Out{History: &op}, false) }))
 	if err != nil {
 		cl.Close()

@@ -71,6 +71,7 @@ type options struct {
 	history  func(HistoryOp)
 	progress func(done, total int64)
 	late     time.Duration
+	busyPoll time.Duration
 	log      *slog.Logger
 }
 
@@ -91,6 +92,13 @@ func WithLateThreshold(d time.Duration) Option { return func(o *options) { o.lat
 // engines of one workload on several machines never share a writer id
 // (value tags) or a history client id.
 func WithFirstID(id int) Option { return func(o *options) { o.firstID = id } }
+
+// WithBusyPoll has the open loop's dispatcher, and a closed loop's steps,
+// spin through the last d before each due time instead of sleeping
+// through it (hrsleep.NewSpinning): on time where a sleeping thread's
+// vCPU is woken late, at the cost of up to a core while arrivals are
+// closer together than d. 0, the default, sleeps.
+func WithBusyPoll(d time.Duration) Option { return func(o *options) { o.busyPoll = d } }
 
 // WithLogger sets where the engine logs; by default it is silent.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
@@ -171,9 +179,10 @@ func (e *Engine) Run(ctx context.Context, l plan.LoadSpec, start time.Duration) 
 		return Stats{}, err
 	}
 	// One precise sleeper serves the whole Run: its start, a closed loop's
-	// steps and an open loop's arrivals. NewDual, since the engine's own
-	// process is often busy: a timerfd alone waited up to 10 ms then.
-	sl := hrsleep.NewDual(ctx)
+	// steps and an open loop's arrivals. NewDual (unless it spins), since
+	// the engine's own process is often busy: a timerfd alone waited up to
+	// 10 ms then.
+	sl := hrsleep.NewSpinning(ctx, e.opts.busyPoll)
 	defer sl.Close()
 	if err := e.sleepOn(ctx, sl, start); err != nil {
 		return Stats{}, fmt.Errorf("workload %q: waiting for the load to start: %w", e.spec.Name, err)

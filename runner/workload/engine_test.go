@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -160,29 +161,37 @@ func TestClosedLoopRamp(t *testing.T) {
 	}
 }
 
+// TestOpenLoopConstantRate runs 200/s for 2 s with the dispatcher
+// sleeping, and spinning through a window longer than the arrivals'
+// spacing (WithBusyPoll): every request sent, none before it was due.
 func TestOpenLoopConstantRate(t *testing.T) {
 	t.Parallel()
-	e, c := newTestEngine(t, testSpec(), newFakeStore(time.Millisecond))
-	start := 100 * time.Millisecond
-	st, err := e.Run(context.Background(), openLoad(200, 200, 2*time.Second), start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples := c.samples()
-	if len(samples) != 400 || st.Sent != 400 {
-		t.Fatalf("%d samples, %d sent; want 400 (200/s for 2s)", len(samples), st.Sent)
-	}
-	for i, s := range samples {
-		want := start + time.Duration(i)*5*time.Millisecond
-		if s.Intended != want {
-			t.Fatalf("sample %d intended at %v, want %v", i, s.Intended, want)
-		}
-		if s.Start < s.Intended || s.End < s.Start {
-			t.Fatalf("sample %d out of order: %+v", i, s)
-		}
-	}
-	if st.Workers > 4 {
-		t.Errorf("%d workers, more than the workload's 4 clients", st.Workers)
+	for _, busyPoll := range []time.Duration{0, 10 * time.Millisecond} {
+		t.Run(fmt.Sprintf("busy-poll=%v", busyPoll), func(t *testing.T) {
+			t.Parallel()
+			e, c := newTestEngine(t, testSpec(), newFakeStore(time.Millisecond), WithBusyPoll(busyPoll))
+			start := 100 * time.Millisecond
+			st, err := e.Run(context.Background(), openLoad(200, 200, 2*time.Second), start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			samples := c.samples()
+			if len(samples) != 400 || st.Sent != 400 {
+				t.Fatalf("%d samples, %d sent; want 400 (200/s for 2s)", len(samples), st.Sent)
+			}
+			for i, s := range samples {
+				want := start + time.Duration(i)*5*time.Millisecond
+				if s.Intended != want {
+					t.Fatalf("sample %d intended at %v, want %v", i, s.Intended, want)
+				}
+				if s.Start < s.Intended || s.End < s.Start {
+					t.Fatalf("sample %d out of order: %+v", i, s)
+				}
+			}
+			if st.Workers > 4 {
+				t.Errorf("%d workers, more than the workload's 4 clients", st.Workers)
+			}
+		})
 	}
 }
 

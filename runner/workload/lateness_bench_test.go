@@ -21,6 +21,7 @@ var (
 	latenessHog = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkOpenLoopLateness, as a busy CI runner would")
 	// As scenario run --realtime.
 	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkOpenLoopLateness at real-time priority (needs CAP_SYS_NICE)")
+	latenessSpin     = flag.Duration("lateness.spin", 0, "the busy-poll window of BenchmarkOpenLoopLateness's dispatcher (WithBusyPoll); 0 sleeps through every wait")
 	latenessYielders = flag.Int("lateness.yielders", 0, "goroutines to run beside BenchmarkOpenLoopLateness in its own process, each busy and yielding its P as the collector's background sweep does (cpuhog.Yielders)")
 )
 
@@ -60,7 +61,8 @@ func (s *startLag) Record(x metrics.Sample) {
 // shows there). No store shares the
 // cores here, so this is the engine's own lateness; -lateness.hog N adds
 // N busy processes beside it, and -lateness.realtime runs the engine at
-// real-time priority, as scenario run --realtime does, and
+// real-time priority, as scenario run --realtime does, -lateness.spin D
+// has the dispatcher spin through the last D before each arrival, and
 // -lateness.yielders N runs N busy goroutines in the engine's own
 // process.
 //
@@ -74,7 +76,7 @@ func BenchmarkOpenLoopLateness(b *testing.B) {
 			spec.Clients = 50
 			for b.Loop() {
 				lag := &startLag{}
-				e, err := New(spec, sleepyStore{time.Millisecond}, func() metrics.Sink { return lag }, time.Now())
+				e, err := New(spec, sleepyStore{time.Millisecond}, func() metrics.Sink { return lag }, time.Now(), WithBusyPoll(*latenessSpin))
 				if err != nil {
 					b.Fatal(err)
 				}
