@@ -2,7 +2,8 @@
 // hrtimer that wakes the runtime's poller at once, instead of a runtime
 // timer, which an idle Go process serves up to about a millisecond late.
 // The shaper's schedulers and the open-loop dispatcher sleep on it
-// (NewDual).
+// (NewDual), or spin through the last stretch of each sleep where the run
+// asks for a busy-poll window (NewSpinning).
 package hrsleep
 
 import (
