@@ -109,6 +109,12 @@ check "links as declared" {
 	if got, want := res.Backend["busy_poll"], map[bool]string{true: busyPoll.String()}[busyPoll > 0]; got != want {
 		t.Errorf("backend.busy_poll = %q, want %q", got, want)
 	}
+	switch note := res.Notes[results.NoteBusyPoll]; {
+	case busyPoll == 0 && note != "":
+		t.Errorf("notes.busy_poll = %q without a busy-poll window", note)
+	case busyPoll > 0 && !strings.Contains(note, busyPoll.String()):
+		t.Errorf("notes.busy_poll = %q, want it to name the %v window", note, busyPoll)
+	}
 	// A check reads the pairs, as results.json has them.
 	if len(res.Checks) != 1 || !res.Checks[0].Passed {
 		t.Errorf("checks %+v, want the pairs' check passed", res.Checks)

@@ -165,6 +165,16 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 			x.log.Warn("--realtime under a heavy load: the runner took the cores from the stores", "phases", heavy)
 		}
 	}
+	if x.opts.BusyPoll > 0 {
+		if res.Notes == nil {
+			res.Notes = map[string]string{}
+		}
+		note, heavy := busyPollNote(res, x.opts.BusyPoll)
+		res.Notes[results.NoteBusyPoll] = note
+		if len(heavy) > 0 {
+			x.log.Warn("--busy-poll took a large share of the machine's CPUs from the stores", "phases", heavy)
+		}
+	}
 	x.mu.Lock()
 	if x.abort != "" {
 		res.Notes["aborted"] = x.abort

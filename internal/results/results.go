@@ -119,6 +119,10 @@ type Results struct {
 // (scenario run --realtime) carries.
 const NoteRealtime = "realtime"
 
+// NoteBusyPoll is the note a run whose shaper and dispatchers spun
+// through a busy-poll window (scenario run --busy-poll) carries.
+const NoteBusyPoll = "busy_poll"
+
 // NoteShaperReads is the note that says whether the network shaper read
 // every frame its devices handed it: its check of itself, made once it has
 // stopped.
