@@ -151,14 +151,13 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		}
 		per[i], names[i] = res, c.spec.Name
 	}
+	// Notes is never nil here: describe makes each cluster's, and Combine
+	// the combined one.
 	res := results.Combine(names, per)
 	if x.traffic != nil {
 		x.traffic.fill(res)
 	}
 	if x.opts.Realtime {
-		if res.Notes == nil {
-			res.Notes = map[string]string{}
-		}
 		note, heavy := realtimeNote(res)
 		res.Notes[results.NoteRealtime] = note
 		if len(heavy) > 0 {
@@ -166,9 +165,6 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 		}
 	}
 	if x.opts.BusyPoll > 0 {
-		if res.Notes == nil {
-			res.Notes = map[string]string{}
-		}
 		note, heavy := busyPollNote(res, x.opts.BusyPoll)
 		res.Notes[results.NoteBusyPoll] = note
 		if len(heavy) > 0 {
