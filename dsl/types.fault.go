@@ -38,11 +38,12 @@ var faultKinds = map[string]faultKind{
 		attrs: []string{"groups", "direction", "mode"}, target: targetOptional, windowed: true,
 		decode: decodePartitionFault,
 	},
-	plan.FaultKill:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
-	plan.FaultStop:    {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
-	plan.FaultRestart: {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
-	plan.FaultPause:   {attrs: []string{"workload"}, target: targetRequired, windowed: true, decode: decodePauseWorkload},
-	plan.FaultVanish:  {attrs: []string{"workload", "count", "fraction"}, windowed: true, decode: decodeVanishFault},
+	plan.FaultKill:           {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	plan.FaultStop:           {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	plan.FaultRestart:        {attrs: []string{"restart_after"}, target: targetRequired, decode: decodeRestartAfter},
+	plan.FaultPause:          {attrs: []string{"workload"}, target: targetRequired, windowed: true, decode: decodePauseWorkload},
+	plan.FaultVanish:         {attrs: []string{"workload", "count", "fraction"}, windowed: true, decode: decodeVanishFault},
+	plan.FaultTransferLeader: {target: targetRequired, decode: decodeTransferTarget},
 	plan.FaultDisk: {
 		attrs: []string{"rate", "block_size", "fsync", "parallelism", "throttle"}, target: targetRequired, windowed: true,
 		decode: decodeDiskFault,
@@ -142,6 +143,8 @@ func decodeFault(block *hcl.Block, d *decoder) *Fault {
 		if f.targetSet {
 			d.errorf(f.targetRange, "Both target and workload", "A pause freezes either nodes (`target`) or a lock workload's holder (`workload`), not both.")
 		}
+	} else if f.Kind == plan.FaultTransferLeader && !f.targetSet {
+		d.errorf(block.DefRange, "Missing fault target", "Say which node is to lead: %s", transferTargets)
 	} else if kind.target == targetRequired && !f.targetSet {
 		d.errorf(block.DefRange, "Missing fault target",
 			"Say which nodes the %s fault acts on: `target = \"leader\"` (or \"follower\", \"minority\", \"majority\", \"random\", \"all\"), `target = 2` for node n2, `target = [1, 3]`, or `region = \"eu-west\"`.", f.Kind)
@@ -414,6 +417,24 @@ func decodeVanishFault(f *Fault, a hcl.Attributes, d *decoder) {
 	default:
 		v.Count = 1
 	}
+}
+
+// transferTargets is what a leadership transfer's target may be.
+const transferTargets = "`target = 2` for node n2, or `target = \"follower\"` for one drawn from the nodes that do not lead when the fault fires."
+
+// decodeTransferTarget refuses a leadership transfer to anything but one
+// node.
+func decodeTransferTarget(f *Fault, _ hcl.Attributes, d *decoder) {
+	t := f.Target
+	if !f.targetSet || t.Kind == "" || t.Kind == plan.TargetFollower || t.Kind == plan.TargetNodes && len(t.Nodes) == 1 {
+		// Unset or invalid targets are reported already.
+		return
+	}
+	detail := "Leadership goes to one node: " + transferTargets
+	if t.Kind == plan.TargetLeader {
+		detail = "The leader leads already. " + detail
+	}
+	d.errorf(f.targetRange, "Transfer to one node", "%s", detail)
 }
 
 // decodePauseWorkload reads the workload of a pause that freezes a lock

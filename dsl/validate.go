@@ -149,6 +149,7 @@ func (s *Scenario) validate(f *File) hcl.Diagnostics {
 			if c != nil {
 				ft.Cluster = c.Spec.Name
 				add(s.validateFaultTargets(ft, c, known)...)
+				add(validateTransfer(ft, c.Spec)...)
 			}
 			add(validateFaultTiming(ft, p)...)
 		}
@@ -180,6 +181,16 @@ func validateVanish(f *Fault, workloads map[string]*Workload, names []string) hc
 	}
 	f.Cluster = w.Spec.Cluster
 	return nil
+}
+
+// validateTransfer refuses a leadership transfer in a store that has none.
+func validateTransfer(f *Fault, c plan.ClusterSpec) hcl.Diagnostics {
+	drv, ok := registry.Lookup(c.Store)
+	if f.Kind != plan.FaultTransferLeader || !ok || drv.TransferLeader != nil {
+		return nil
+	}
+	return hcl.Diagnostics{errorAt(f.kindRange, "No leadership transfer",
+		"Cluster %q runs %s, which cannot hand its leadership to a chosen node. To move the leadership by a failover, write `fault \"stop\" { target = \"leader\" }` instead.", c.Name, c.Store)}
 }
 
 // validateHolderPause checks that a pause naming a workload names a lock

@@ -13,6 +13,9 @@ const (
 	FaultDisk      = "disk"
 	// FaultVanish makes registry instances die silently (VanishSpec).
 	FaultVanish = "vanish"
+	// FaultTransferLeader hands the leadership to its one target, as an
+	// operator (or a rolling upgrade) does before taking a leader down.
+	FaultTransferLeader = "transfer_leader"
 )
 
 // FaultKind is what every part of scenario knows of one kind of fault,
@@ -28,6 +31,9 @@ type FaultKind struct {
 	// LeaderStays: a leader among its targets stays in office, so it may
 	// count as the leader after the fault.
 	LeaderStays bool
+	// MovesLeader: the leader when it fires leaves office on purpose, for
+	// one of its targets, so it does not count as the leader after it.
+	MovesLeader bool
 	// Undo is what recovering it does, as the plan prints it.
 	Undo string
 }
@@ -43,6 +49,7 @@ func FaultKinds() []FaultKind {
 		{Name: FaultPartition, Silences: true, Undo: "heal"},
 		{Name: FaultDisk, LeaderStays: true, Undo: "stop contention"},
 		{Name: FaultVanish, LeaderStays: true, Undo: "register again"},
+		{Name: FaultTransferLeader, MovesLeader: true, Undo: "nothing: the leadership stays where it went"},
 	}
 }
 

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/coordlab/scenario/faults"
@@ -14,6 +15,8 @@ type injection struct {
 	applied time.Time
 	undo    func(context.Context) error
 	active  *faults.Active
+	// unchanged: there was nothing to do (a transfer to the leader).
+	unchanged bool
 }
 
 // injector is how the runner injects one kind of fault (plan.FaultKinds
@@ -45,6 +48,9 @@ func injectors() map[string]injector {
 		plan.FaultVanish: {inject: func(d *faultDriver, ctx context.Context, f plan.FaultSpec, _ []int) (injection, error) {
 			return d.vanish(ctx, f)
 		}},
+		plan.FaultTransferLeader: {inject: func(d *faultDriver, ctx context.Context, _ plan.FaultSpec, targets []int) (injection, error) {
+			return d.transferLeader(ctx, targets)
+		}},
 	}
 	for _, k := range faults.Kinds() {
 		all[k] = node
@@ -57,6 +63,39 @@ func injectors() map[string]injector {
 		return node.inject(d, ctx, f, targets)
 	}}
 	return all
+}
+
+// transferTimeout bounds a leadership transfer. The stores give a transfer
+// up after an election timeout; this is for a store that does not answer.
+const transferTimeout = 30 * time.Second
+
+// transferLeader hands the leadership to the one target. It took effect
+// when it was asked for: the time to the new leader is measured from then.
+func (d *faultDriver) transferLeader(ctx context.Context, targets []int) (injection, error) {
+	c := d.c
+	if len(targets) != 1 {
+		return injection{}, fmt.Errorf("a leadership transfer goes to one node, not %d", len(targets))
+	}
+	to := targets[0]
+	if c.drv.TransferLeader == nil {
+		return injection{}, fmt.Errorf("%s cannot transfer its leadership", c.spec.Store)
+	}
+	if !c.nodes[to-1].Running() {
+		return injection{}, fmt.Errorf("%s is down, so it cannot take the leadership", plan.NodeName(to))
+	}
+	ctx, cancel := context.WithTimeout(ctx, transferTimeout)
+	defer cancel()
+	asked := time.Now()
+	moved, err := c.drv.TransferLeader(ctx, c.eps, to)
+	if err != nil {
+		return injection{}, fmt.Errorf("transfer the leadership to %s: %w", plan.NodeName(to), err)
+	}
+	if moved {
+		c.log.Info("leadership transferred", "to", plan.NodeName(to), "took", time.Since(asked).Round(time.Millisecond))
+	} else {
+		c.log.Info("nothing to transfer: the target leads already", "to", plan.NodeName(to))
+	}
+	return injection{applied: asked, undo: func(context.Context) error { return nil }, unchanged: !moved}, nil
 }
 
 // faultKind is what the plan says of kind; the language accepts only known

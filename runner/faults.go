@@ -59,6 +59,7 @@ type faultOcc struct {
 	active    *faults.Active // node and disk faults
 	applied   time.Time      // zero if the fault never took effect
 	undo      func(context.Context) error
+	unchanged bool // the fault found nothing to do
 	recovered time.Time
 	err       error
 }
@@ -137,7 +138,7 @@ func (d *faultDriver) play(o *faultOcc) {
 	o.watch = d.c.coll.WatchWrites(time.Since(d.c.x.base))
 	var in injection
 	if in, o.err = injectors()[o.spec.Kind].inject(d, d.ctx, o.spec, o.targets); o.err == nil {
-		o.applied, o.undo, o.active = in.applied, in.undo, in.active
+		o.applied, o.undo, o.active, o.unchanged = in.applied, in.undo, in.active, in.unchanged
 		log.Info("fault injected", "nodes", o.targets)
 	}
 	if o.err != nil {
@@ -188,6 +189,10 @@ func (d *faultDriver) resolve(o *faultOcc) ([]int, int, error) {
 	for {
 		v := d.c.view(d.ctx)
 		targets, err := faults.Resolve(o.spec.Target, v, occurrence(o.spec.ID))
+		if err == nil && v.Leader == 0 && faultKind(o.spec.Kind).MovesLeader {
+			// A transfer needs a leader to hand over.
+			err = faults.ErrNoLeader
+		}
 		if err == nil {
 			return targets, v.Leader, nil
 		}
@@ -312,12 +317,20 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 	if !o.recovered.IsZero() && (o.spec.Duration > 0 || o.spec.Kind == plan.FaultRestart) {
 		f.RecoveredMS = msPtr(o.recovered.Sub(c.x.base))
 	}
-	// A leader the fault took away does not count as the new one.
+	// A leader the fault took away, or moved away from, does not count as
+	// the new one.
 	excluded := 0
-	if !faultKind(o.spec.Kind).LeaderStays && slices.Contains(o.targets, o.leader) {
+	kind := faultKind(o.spec.Kind)
+	if !kind.LeaderStays && slices.Contains(o.targets, o.leader) || kind.MovesLeader {
 		excluded = o.leader
 	}
-	if dl, ok := c.coll.Leader().FirstLeaderAfter(applied, excluded); ok {
+	dl, ok := c.coll.Leader().FirstLeaderAfter(applied, excluded)
+	switch {
+	case o.unchanged:
+		// A transfer to the node that led already: the leader was kept
+		// (the next one seen would be a later fault's).
+		f.TimeToLeaderMS = msPtr(0)
+	case ok:
 		f.TimeToLeaderMS = msPtr(dl)
 	}
 	// Recovery is the first write the cluster accepted from a client that

@@ -157,8 +157,12 @@ func TestLeaderKill(t *testing.T) {
 	t.Parallel()
 	res := runScenario(t, faultCluster+`
 phase "before" {
-  duration = "3s"
+  duration = "4s"
   load "w" {}
+  fault "transfer_leader" {
+    target = "follower"
+    at     = "1s"
+  }
 }
 
 phase "kill" {
@@ -176,6 +180,23 @@ phase "after" {
   load "w" {}
 }
 `)
+	// The transfer hands the leadership over without an election timeout:
+	// writes pause for the new leader's election round and its first
+	// commit, where a kill stops them for at least the 800 ms below.
+	tr := failover(t, phase(t, res, "before"), 1)[0]
+	if len(tr.Targets) != 1 || tr.TimeToLeaderMS == nil || *tr.TimeToLeaderMS > 800 {
+		t.Errorf("transfer to %v: the new leader seen after %v ms, want one target, seen within 800 ms", tr.Targets, tr.TimeToLeaderMS)
+	} else if seen := leaderAt(res, *tr.AppliedMS+*tr.TimeToLeaderMS); plan.NodeName(seen) != tr.Targets[0] {
+		t.Errorf("transfer to %s: %s led after it", tr.Targets[0], plan.NodeName(seen))
+	}
+	if tr.Unavailable == nil {
+		t.Errorf("no write after the transfer")
+	} else if gap := tr.Unavailable.EndMS - tr.Unavailable.StartMS; gap > 800 {
+		t.Errorf("write gap %.0f ms around the transfer, want under 800 ms (a kill's least)", gap)
+	} else {
+		t.Logf("the transfer to %s: leader seen after %.0f ms, write gap %.0f ms", tr.Targets[0], *tr.TimeToLeaderMS, gap)
+	}
+
 	kill := phase(t, res, "kill")
 	f := failover(t, kill, 1)[0]
 	if kill.Elections < 1 {
@@ -199,6 +220,18 @@ phase "after" {
 	if a := phase(t, res, "after").Availability; a == nil || *a < 0.99 {
 		t.Errorf("availability after the restart = %v, want >= 0.99", a)
 	}
+}
+
+// leaderAt is the leader res observed at offset ms.
+func leaderAt(res *results.Results, ms float64) int {
+	leader := 0
+	for _, o := range res.Leader {
+		if o.AtMS > ms {
+			break
+		}
+		leader = o.Leader
+	}
+	return leader
 }
 
 // TestFollowerPause pauses a follower for longer than the election

@@ -69,6 +69,10 @@ type Driver struct {
 	// library's defaults named as such.
 	ClientSettings func(c plan.ClientSpec) map[string]string
 	NewPoller      func(eps []Endpoint) (Poller, error)
+	// TransferLeader hands the cluster's leadership to node to (1-based),
+	// and returns once the store says that node leads; moved is false when
+	// it led already. Nil for a store that cannot transfer its leadership.
+	TransferLeader func(ctx context.Context, eps []Endpoint, to int) (moved bool, err error)
 	// ServerMetrics are the store's own metrics the runner keeps per
 	// phase, and NewMetricScraper reads them from the nodes.
 	ServerMetrics    []ServerMetric

@@ -267,6 +267,12 @@ func faultText(f *plan.FaultSpec) string {
 	switch {
 	case f.Workload != "":
 		s = fmt.Sprintf("%s: pause the holder of lock workload %s", f.ID, f.Workload)
+	case f.Kind == plan.FaultTransferLeader:
+		to := f.Target.String()
+		if f.Target.Kind == plan.TargetFollower {
+			to = "a follower"
+		}
+		s = fmt.Sprintf("%s: transfer the leadership to %s on %s", f.ID, to, f.Cluster)
 	case f.Vanish != nil:
 		n := fmt.Sprintf("%d", f.Vanish.Count)
 		if f.Vanish.Count == 0 {

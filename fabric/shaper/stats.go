@@ -2,6 +2,7 @@ package shaper
 
 import (
 	"math/bits"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -81,7 +82,8 @@ func (r *Router) eachPair(f func(*pair)) {
 func (p *pair) counts() PairCounts {
 	var c PairCounts
 	hist := p.hist.Load()
-	for range 8 {
+	var giveUp time.Time
+	for attempt := 0; ; attempt++ {
 		c = PairCounts{
 			Forwarded:    p.forwarded.Load(),
 			DroppedLoss:  p.lost.Load(),
@@ -96,9 +98,25 @@ func (p *pair) counts() PairCounts {
 		if p.forwarded.Load() == c.Forwarded {
 			return c
 		}
+		// Back-to-back copies can all fall inside one batch of writes,
+		// and a scheduler preempted mid-batch holds it open for a time
+		// slice: past a few tries, yield to it, for up to countsPatience.
+		switch {
+		case attempt == 8:
+			giveUp = time.Now().Add(countsPatience)
+		case attempt > 8 && time.Now().After(giveUp):
+			return c // a pair this busy is off by the few packets of one copy
+		}
+		if attempt >= 8 {
+			runtime.Gosched()
+		}
 	}
-	return c // a pair this busy is off by the few packets of one copy
 }
+
+// countsPatience bounds how long counts retries a pair that keeps
+// forwarding while it copies: longer than a scheduler's time slice on a
+// busy machine, short beside the second between snapshots.
+const countsPatience = 20 * time.Millisecond
 
 // QueueDrops reports how many packets every pair's queue has refused at
 // its limit so far: PairStats.DroppedQueue summed, without the lateness

@@ -374,6 +374,7 @@ var unavailableMessages = []string{
 	"Not ready to serve consistent reads", // a new leader before its barrier
 	"No known Consul servers",             // structs.ErrNoServers
 	"leadership lost",                     // raft.ErrLeadershipLost: deposed while committing
+	"leadership transfer in progress",     // raft.ErrLeadershipTransferInProgress: handing over, it takes no write
 	"node is not the leader",              // raft.ErrNotLeader
 	"raft is already shutdown",            // raft.ErrRaftShutdown: the server is stopping
 	"snapshot restored while committing",  // raft.ErrAbortedByRestore

@@ -46,6 +46,7 @@ func TestClassify(t *testing.T) {
 		{"no leader", status(500, "No cluster leader"), plan.ErrUnavailable},
 		{"no leader, forwarded", status(500, "rpc error making call: No cluster leader"), plan.ErrUnavailable},
 		{"leadership lost", status(500, "rpc error making call: leadership lost while committing log"), plan.ErrUnavailable},
+		{"leadership transfer", status(500, "leadership transfer in progress"), plan.ErrUnavailable},
 		{"not the leader", status(500, "node is not the leader"), plan.ErrUnavailable},
 		{"raft shutdown", status(500, "raft is already shutdown"), plan.ErrUnavailable},
 		{"leader not tracked", status(500, "Raft leader not found in server lookup mapping"), plan.ErrUnavailable},

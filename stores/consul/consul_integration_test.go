@@ -178,6 +178,12 @@ func TestIntegration(t *testing.T) {
 		return ""
 	})
 
+	// A leadership transfer, which the kill below follows: it takes the
+	// new leader.
+	t.Run("transfer", func(t *testing.T) {
+		old, oldTerm = storetest.TransferContract(t, ctx, Driver(), c.eps, old, oldTerm)
+	})
+
 	// Probes that run through the outage: writes and the three read modes,
 	// each on a connection to a server that survives, one op at a time,
 	// never retried by the client. What they see is logged.

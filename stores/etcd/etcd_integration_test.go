@@ -163,6 +163,12 @@ func TestIntegration(t *testing.T) {
 		return ""
 	})
 
+	// A leadership transfer, which the kill below follows: it takes the
+	// new leader.
+	t.Run("transfer", func(t *testing.T) {
+		old, _ = storetest.TransferContract(t, ctx, Driver(), c.eps, old, 0)
+	})
+
 	// A client made before the kill, with a timeout well below the
 	// election timeout: an op sent right after the leader dies cannot
 	// succeed, because no member can elect a new leader that soon.
@@ -256,6 +262,11 @@ func TestIntegration(t *testing.T) {
 		return ""
 	})
 	t.Logf("n%d leads %s after the kill", newLeader, time.Since(killed).Round(time.Millisecond))
+	tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
+	if _, err := TransferLeader(tctx, c.eps, old); err == nil || !strings.Contains(err.Error(), plan.NodeName(old)+", to lead, did not answer") {
+		t.Errorf("TransferLeader to the killed n%d: %v; want an error naming it", old, err)
+	}
+	tcancel()
 
 	// The old client recovers on its own once a leader is back (the test
 	// may retry; the client never does), and a new client can be made

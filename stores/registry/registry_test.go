@@ -24,8 +24,8 @@ func TestDriversComplete(t *testing.T) {
 			v := reflect.ValueOf(d)
 			for i := range v.NumField() {
 				f := v.Type().Field(i)
-				if f.Name == "Benchmark" || f.Name == "ClientKnobs" || f.Name == "NewWatchHolder" {
-					continue // optional: a store may have no load tool, no client settings, no watches by the hundred thousand
+				if f.Name == "Benchmark" || f.Name == "ClientKnobs" || f.Name == "NewWatchHolder" || f.Name == "TransferLeader" {
+					continue // optional: a store may have no load tool, no client settings, no watches by the hundred thousand, no leadership transfer
 				}
 				if v.Field(i).IsZero() {
 					t.Errorf("field %s is not set", f.Name)

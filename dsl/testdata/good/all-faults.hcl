@@ -105,4 +105,14 @@ phase "faults" {
     target = [3]
     at     = "90s"
   }
+  fault "transfer_leader" {
+    target = "follower"
+    at     = "100s"
+    every  = "5s"
+  }
+  fault "transfer_leader" {
+    name   = "to-south"
+    target = 5
+    at     = "115s"
+  }
 }
