@@ -186,8 +186,8 @@ phase "after" {
 	tr := failover(t, phase(t, res, "before"), 1)[0]
 	if len(tr.Targets) != 1 || tr.TimeToLeaderMS == nil || *tr.TimeToLeaderMS > 800 {
 		t.Errorf("transfer to %v: the new leader seen after %v ms, want one target, seen within 800 ms", tr.Targets, tr.TimeToLeaderMS)
-	} else if seen := leaderAt(res, *tr.AppliedMS+*tr.TimeToLeaderMS); plan.NodeName(seen) != tr.Targets[0] {
-		t.Errorf("transfer to %s: %s led after it", tr.Targets[0], plan.NodeName(seen))
+	} else if next := nextLeader(res, *tr.AppliedMS); plan.NodeName(next) != tr.Targets[0] {
+		t.Errorf("transfer to %s: %s led next", tr.Targets[0], plan.NodeName(next))
 	}
 	if tr.Unavailable == nil {
 		t.Errorf("no write after the transfer")
@@ -222,16 +222,19 @@ phase "after" {
 	}
 }
 
-// leaderAt is the leader res observed at offset ms.
-func leaderAt(res *results.Results, ms float64) int {
-	leader := 0
+// nextLeader is the first leader res observed after offset ms other than
+// the one in office then, 0 if none.
+func nextLeader(res *results.Results, ms float64) int {
+	old := 0
 	for _, o := range res.Leader {
-		if o.AtMS > ms {
-			break
+		switch {
+		case o.AtMS <= ms:
+			old = o.Leader
+		case o.Leader != 0 && o.Leader != old:
+			return o.Leader
 		}
-		leader = o.Leader
 	}
-	return leader
+	return 0
 }
 
 // TestFollowerPause pauses a follower for longer than the election
