@@ -318,19 +318,15 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 		f.RecoveredMS = msPtr(o.recovered.Sub(c.x.base))
 	}
 	// A leader the fault took away, or moved away from, does not count as
-	// the new one.
+	// the new one; one a transfer found leading already stayed, and does.
 	excluded := 0
 	kind := faultKind(o.spec.Kind)
-	if !kind.LeaderStays && slices.Contains(o.targets, o.leader) || kind.MovesLeader {
-		excluded = o.leader
-	}
-	dl, ok := c.coll.Leader().FirstLeaderAfter(applied, excluded)
 	switch {
 	case o.unchanged:
-		// A transfer to the node that led already: the leader was kept
-		// (the next one seen would be a later fault's).
-		f.TimeToLeaderMS = msPtr(0)
-	case ok:
+	case kind.MovesLeader, !kind.LeaderStays && slices.Contains(o.targets, o.leader):
+		excluded = o.leader
+	}
+	if dl, ok := c.coll.Leader().FirstLeaderAfter(applied, excluded); ok {
 		f.TimeToLeaderMS = msPtr(dl)
 	}
 	// Recovery is the first write the cluster accepted from a client that

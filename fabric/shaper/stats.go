@@ -102,14 +102,14 @@ func (p *pair) counts() PairCounts {
 		// and a scheduler preempted mid-batch holds it open for a time
 		// slice: past a few tries, yield to it, for up to countsPatience.
 		switch {
+		case attempt < 8:
+			continue
 		case attempt == 8:
 			giveUp = time.Now().Add(countsPatience)
-		case attempt > 8 && time.Now().After(giveUp):
+		case time.Now().After(giveUp):
 			return c // a pair this busy is off by the few packets of one copy
 		}
-		if attempt >= 8 {
-			runtime.Gosched()
-		}
+		runtime.Gosched()
 	}
 }
 

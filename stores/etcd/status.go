@@ -129,6 +129,20 @@ func (m *memberIndex) node(id uint64) (int, bool) {
 	return n, ok
 }
 
+// id is the etcd member ID learnt for node, the inverse of node.
+func (m *memberIndex) id(node int) (uint64, bool) {
+	p := m.nodes.Load()
+	if p == nil {
+		return 0, false
+	}
+	for id, n := range *p {
+		if n == node {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
 // refresh asks the member behind conn for the membership. A serializable
 // member list needs no leader and no quorum.
 func (m *memberIndex) refresh(ctx context.Context, conn *grpc.ClientConn) error {

@@ -47,34 +47,26 @@ func TransferLeader(ctx context.Context, eps []stores.Endpoint, to int) (moved b
 	}
 }
 
-// transferEnds asks every member for its status and returns the member ID
-// of node to and the index of the leader's endpoint, -1 when to leads
-// already.
+// transferEnds polls every member and returns the member ID of node to and
+// the index of the leader's endpoint, -1 when to leads already. The poll
+// learns each answering member's ID.
 func (p *StatusPoller) transferEnds(ctx context.Context, to int) (target uint64, leader int, err error) {
 	leader = -1
-	var leaderID uint64
-	for i, ep := range p.eps {
-		resp, err := pb.NewMaintenanceClient(p.clients[i].ActiveConnection()).Status(ctx, &pb.StatusRequest{})
+	for i, s := range p.Poll(ctx, 0) {
 		switch {
-		case err != nil && ep.Node == to:
-			return 0, 0, fmt.Errorf("%s, to lead, did not answer: %w", plan.NodeName(to), clientv3.ContextError(ctx, err))
-		case err != nil:
-			continue // a member that is down neither leads nor is to lead
-		}
-		self := resp.Header.GetMemberId()
-		if ep.Node == to {
-			target = self
-		}
-		if resp.Leader != 0 && resp.Leader == self {
-			leader, leaderID = i, self
+		case s.Node == to && s.Err != nil:
+			return 0, 0, fmt.Errorf("%s, to lead, did not answer: %w", plan.NodeName(to), s.Err)
+		case s.Err == nil && s.IsLeader:
+			leader = i
 		}
 	}
+	target, ok := p.members.id(to)
 	switch {
-	case target == 0:
+	case !ok:
 		return 0, 0, fmt.Errorf("%s is not among the endpoints", plan.NodeName(to))
 	case leader < 0:
 		return 0, 0, errors.New("no member says it leads")
-	case leaderID == target:
+	case p.eps[leader].Node == to:
 		return target, -1, nil
 	}
 	return target, leader, nil
