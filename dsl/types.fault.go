@@ -420,13 +420,13 @@ func decodeVanishFault(f *Fault, a hcl.Attributes, d *decoder) {
 }
 
 // transferTargets is what a leadership transfer's target may be.
-const transferTargets = "`target = 2` for node n2, or `target = \"follower\"` for one drawn from the nodes that do not lead when the fault fires."
+const transferTargets = "`target = 2` for node n2, `target = \"follower\"` for one drawn from the nodes that do not lead when the fault fires, or `region = \"eu-west\"` for a node placed there (the leader if it is one of them, else the lowest-numbered one running)."
 
 // decodeTransferTarget refuses a leadership transfer to anything but one
-// node.
+// node, or a region's nodes (one of which is picked when it fires).
 func decodeTransferTarget(f *Fault, _ hcl.Attributes, d *decoder) {
 	t := f.Target
-	if !f.targetSet || t.Kind == "" || t.Kind == plan.TargetFollower || t.Kind == plan.TargetNodes && len(t.Nodes) == 1 {
+	if !f.targetSet || t.Kind == "" || t.Kind == plan.TargetFollower || t.Kind == plan.TargetRegion || t.Kind == plan.TargetNodes && len(t.Nodes) == 1 {
 		// Unset or invalid targets are reported already.
 		return
 	}

@@ -82,9 +82,10 @@ phase "warmup" {
   load "writers" {
     rate = ramp(10, 100) # open loop: requests per second, rising
   }
-  # Whichever node won the first election, n2 leads from here on.
+  # Whichever node won the first election, the eu-west node (n2) leads
+  # from here on.
   fault "transfer_leader" {
-    target = 2
+    region = "eu-west"
     at     = "1s"
   }
 }

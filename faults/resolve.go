@@ -172,3 +172,19 @@ func leaderLast(v View, rng *rand.Rand) []int {
 	}
 	return order
 }
+
+// ToLead picks, of the nodes a leadership transfer may go to, the one to
+// hand it to: the leader when it is one of them (nothing moves), else the
+// lowest-numbered one that is up. A region's nodes are resolved in order,
+// so the pick is the same on every run with the same leader.
+func ToLead(nodes []int, v View) (int, error) {
+	if v.Leader != 0 && slices.Contains(nodes, v.Leader) {
+		return v.Leader, nil
+	}
+	for _, n := range nodes {
+		if v.up(n) {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("none of %d nodes is up to take the leadership", len(nodes))
+}

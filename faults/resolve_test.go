@@ -174,3 +174,26 @@ func TestResolveDeterministic(t *testing.T) {
 		})
 	}
 }
+
+func TestToLead(t *testing.T) {
+	tests := []struct {
+		name    string
+		nodes   []int
+		v       faults.View
+		want    int
+		wantErr bool
+	}{
+		{"the leader is in the region: nothing moves", []int{2, 4}, faults.View{Nodes: 5, Leader: 4}, 4, false},
+		{"the lowest-numbered node otherwise", []int{2, 4}, faults.View{Nodes: 5, Leader: 1}, 2, false},
+		{"a node that is down is passed over", []int{2, 4}, faults.View{Nodes: 5, Leader: 1, Up: []bool{true, false, true, true, true}}, 4, false},
+		{"every node of the region down", []int{2, 4}, faults.View{Nodes: 5, Leader: 1, Up: []bool{true, false, true, false, true}}, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := faults.ToLead(tc.nodes, tc.v)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("ToLead(%v, %+v) = %d, %v; want %d, error %t", tc.nodes, tc.v, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}

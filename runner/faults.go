@@ -136,6 +136,9 @@ func (d *faultDriver) play(o *faultOcc) {
 		d.c.expectDown(o.targets, 1)
 	}
 	o.watch = d.c.coll.WatchWrites(time.Since(d.c.x.base))
+	// Polled fast from before the fault acts: a transfer's new leader can
+	// lead before the call that asked for it returns.
+	d.c.leaders.faultApplied()
 	var in injection
 	if in, o.err = injectors()[o.spec.Kind].inject(d, d.ctx, o.spec, o.targets); o.err == nil {
 		o.applied, o.undo, o.active, o.unchanged = in.applied, in.undo, in.active, in.unchanged
@@ -158,6 +161,7 @@ func (d *faultDriver) play(o *faultOcc) {
 	if kind.Silences && len(o.targets) > 0 {
 		o.served = d.c.coll.WatchServed(time.Since(d.c.x.base), o.targets)
 	}
+	d.c.leaders.faultApplied()
 	if err := o.undo(d.ctx); err != nil {
 		o.err = err
 		if o.served != nil {
@@ -189,9 +193,16 @@ func (d *faultDriver) resolve(o *faultOcc) ([]int, int, error) {
 	for {
 		v := d.c.view(d.ctx)
 		targets, err := faults.Resolve(o.spec.Target, v, occurrence(o.spec.ID))
-		if err == nil && v.Leader == 0 && faultKind(o.spec.Kind).MovesLeader {
-			// A transfer needs a leader to hand over.
-			err = faults.ErrNoLeader
+		if err == nil && faultKind(o.spec.Kind).MovesLeader {
+			if v.Leader == 0 {
+				// A transfer needs a leader to hand over.
+				err = faults.ErrNoLeader
+			} else if len(targets) > 1 {
+				// A region's nodes: the leadership goes to one of them.
+				var to int
+				to, err = faults.ToLead(targets, v)
+				targets = []int{to}
+			}
 		}
 		if err == nil {
 			return targets, v.Leader, nil

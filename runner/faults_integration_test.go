@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -46,7 +47,8 @@ func runScenario(t *testing.T, src string) *results.Results {
 }
 
 // runScenarioWith is runScenario with options (a provider, say); the
-// state and output directories are the test's own.
+// state directory is the test's own, and so is the output directory unless
+// opts names one.
 func runScenarioWith(t *testing.T, src string, opts Options) *results.Results {
 	t.Helper()
 	if testing.Short() {
@@ -58,8 +60,11 @@ func runScenarioWith(t *testing.T, src string, opts Options) *results.Results {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	state, out := t.TempDir(), t.TempDir()
-	opts.OutDir, opts.StateDir = out, state
+	if opts.OutDir == "" {
+		opts.OutDir = t.TempDir()
+	}
+	state, out := t.TempDir(), opts.OutDir
+	opts.StateDir = state
 	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	res, err := Run(ctx, build.Plans[0], opts)
 	if err != nil {
@@ -294,14 +299,77 @@ phase "all-paused" {
 	}
 
 	// With every member paused no one answers the leader poll: who led is
-	// unknown for the pause, give or take a poll interval (100 ms) at its
-	// start and the resume's lag at its end, and that is not time without
-	// a leader. Measured 1474 ms.
+	// unknown for the pause, give or take a fast poll's interval (10 ms)
+	// at its start and the resume's lag at its end, and that is not time
+	// without a leader. Measured 1474 ms with polls every 100 ms.
 	all := phase(t, res, "all-paused")
 	t.Logf("all paused for 1.5 s: leader unknown %.0f ms, no leader %.0f ms, elections %d", all.LeaderUnknownMS, all.NoLeaderMS, all.Elections)
 	if all.LeaderUnknownMS < 1300 || all.LeaderUnknownMS > 2000 {
 		t.Errorf("leader unknown for %.0f ms while every member was paused for 1500 ms, want 1300-2000", all.LeaderUnknownMS)
 	}
+}
+
+// TestLeaderPause pauses the leader past the election timeout and holds
+// the time the runner saw the next leader to the time that leader's own
+// log says it became leader. A paused node answers no status poll, and a
+// poll that waited for every node saw the new leader up to its 500 ms
+// timeout late; each node is now asked on its own, every 10 ms after a
+// fault.
+func TestLeaderPause(t *testing.T) {
+	out := t.TempDir()
+	res := runScenarioWith(t, faultCluster+`
+phase "pause" {
+  duration = "8s"
+  load "w" {}
+  fault "pause" {
+    target   = "leader"
+    at       = "2s"
+    duration = "3s"
+  }
+}
+`, Options{OutDir: out})
+	f := failover(t, phase(t, res, "pause"), 1)[0]
+	if f.TimeToLeaderMS == nil {
+		t.Fatalf("no new leader seen after the pause: %+v", f)
+	}
+	next := nextLeader(res, *f.AppliedMS)
+	if next == 0 || len(f.Targets) != 1 || plan.NodeName(next) == f.Targets[0] {
+		t.Fatalf("the leader after pausing %v was n%d", f.Targets, next)
+	}
+	elected := becameLeader(t, filepath.Join(out, "logs", plan.NodeName(next)+".log"), res.Started.Add(time.Duration(*f.AppliedMS*float64(time.Millisecond))))
+	// The log line is written as the node becomes leader, before it can
+	// answer a poll; the poll comes at most fastPollInterval after, plus
+	// the time its answer takes on a busy machine.
+	byLog := float64(elected.Sub(res.Started))/float64(time.Millisecond) - *f.AppliedMS
+	if late := *f.TimeToLeaderMS - byLog; late < -5 || late > 75 {
+		t.Errorf("time to leader %.1f ms, but %s's log has it leading %.1f ms after the pause: %.1f ms apart, want within 0-75 ms", *f.TimeToLeaderMS, plan.NodeName(next), byLog, late)
+	} else {
+		t.Logf("time to leader %.1f ms, by %s's log %.1f ms", *f.TimeToLeaderMS, plan.NodeName(next), byLog)
+	}
+}
+
+// becameLeader returns when the etcd log at path says its member became
+// leader, the first time at or after after.
+func becameLeader(t *testing.T, path string, after time.Time) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		var e struct {
+			TS  time.Time `json:"ts"`
+			Msg string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &e) != nil || !strings.Contains(e.Msg, "became leader at term") {
+			continue
+		}
+		if !e.TS.Before(after) {
+			return e.TS
+		}
+	}
+	t.Fatalf("%s: no \"became leader\" after %v", path, after)
+	return time.Time{}
 }
 
 func TestStopRestartAndRepetition(t *testing.T) {

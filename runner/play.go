@@ -65,7 +65,7 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 	spreadScrapes(x.clusters)
 	for _, c := range x.clusters {
 		bg.Go(func() { c.coll.Run(bgCtx) })
-		bg.Go(func() { c.pollLeader(bgCtx) })
+		bg.Go(func() { c.leaders.run(bgCtx) })
 		bg.Go(func() { c.watchNodes(bgCtx) })
 		if c.server != nil {
 			bg.Go(func() { c.server.Run(bgCtx, serverScrapeInterval) })
@@ -195,6 +195,7 @@ func (c *clusterRun) startPlay() error {
 	}
 	c.poller = pl
 	c.coll = metrics.NewCollector(c.plan.Phases, c.plan.Workloads, c.x.base)
+	c.leaders = newLeaderWatch(pl, len(c.eps), c.observeLeader)
 	// What the collector keeps of every second (interval logs, write times)
 	// would grow with the request rate for the whole run in memory.
 	spool := c.spec.Name
@@ -369,57 +370,18 @@ func (x *execution) currentPhase() string {
 	return x.phase
 }
 
-// pollLeader asks every node for its status every pollInterval and feeds
-// the leader timeline.
-func (c *clusterRun) pollLeader(ctx context.Context) {
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
-		asked := time.Now()
-		// A state is timed by the answer that shows it: the leader's own,
-		// else the last "not me". A node paused or too loaded to answer at
-		// once tells how things stand when it does, not when it was asked
-		// (timing by the question shortened a 1.5 s pause of every member
-		// to 1.0 s unknown). Nobody answering is timed from the question.
-		leader, term := 0, uint64(0)
-		var seen, leaderSeen time.Time
-		for _, s := range c.poller.Poll(ctx, pollInterval*5) {
-			if s.Err != nil {
-				continue
-			}
-			at := s.At
-			if at.IsZero() {
-				at = asked
-			}
-			if at.After(seen) {
-				seen = at
-			}
-			if s.IsLeader && s.Term >= term {
-				leader, term, leaderSeen = s.Node, s.Term, at
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if leader != 0 {
-			seen = leaderSeen
-		}
-		if seen.IsZero() {
-			if at := asked.Sub(c.x.base); at >= 0 {
-				c.coll.ObserveUnanswered(at)
-			}
-		} else if at := seen.Sub(c.x.base); at >= 0 {
-			c.coll.ObserveLeader(at, leader, term)
-		}
-		c.mu.Lock()
-		c.leader = leader
-		c.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// observeLeader records one state of the leader watch.
+func (c *clusterRun) observeLeader(s leaderState) {
+	if at := s.at.Sub(c.x.base); at >= 0 {
+		if s.unanswered {
+			c.coll.ObserveUnanswered(at)
+		} else {
+			c.coll.ObserveLeader(at, s.leader, s.term)
 		}
 	}
+	c.mu.Lock()
+	c.leader = s.leader
+	c.mu.Unlock()
 }
 
 // watchNodes keeps the resource sampler pointed at each node's current

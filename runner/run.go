@@ -247,6 +247,7 @@ type clusterRun struct {
 	preloads []results.Preload
 	remotes  []*remoteWorker // load workers away from the runner (kubernetes)
 	poller   stores.Poller
+	leaders  *leaderWatch
 	faults   *faultDriver
 	rec      *checker.Recorder
 

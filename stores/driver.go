@@ -103,9 +103,16 @@ type Driver struct {
 // again with the same arguments when a node restarts.
 type Launcher func(c plan.ClusterSpec, node int, eps []Endpoint, dataDir string) (path string, args []string, err error)
 
-// Poller asks every node for its status.
+// Poller asks nodes for their status.
 type Poller interface {
+	// Poll asks every node at once, each bounded by timeout (if
+	// positive) and ctx, and returns what each said in endpoint order.
 	Poll(ctx context.Context, timeout time.Duration) []NodeStatus
+	// PollNode asks the node at index i of the endpoints alone, bounded
+	// by ctx, so that a node that hangs holds up no other's poll. Its
+	// IsLeader and Term are as Poll reports them; Leader may be 0 where
+	// the store names a follower's leader only from the others' answers.
+	PollNode(ctx context.Context, i int) NodeStatus
 	Close() error
 }
 

@@ -99,12 +99,17 @@ func PollEach(ctx context.Context, n int, timeout time.Duration, ask func(ctx co
 				pctx, cancel = context.WithTimeout(ctx, timeout)
 			}
 			defer cancel()
-			out[i] = ask(pctx, i)
-			if out[i].Err == nil {
-				out[i].At = time.Now()
-			}
+			out[i] = Stamp(ask(pctx, i))
 		})
 	}
 	wg.Wait()
 	return out
+}
+
+// Stamp sets st.At to now if the node answered.
+func Stamp(st NodeStatus) NodeStatus {
+	if st.Err == nil {
+		st.At = time.Now()
+	}
+	return st
 }

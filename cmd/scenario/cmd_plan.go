@@ -269,8 +269,11 @@ func faultText(f *plan.FaultSpec) string {
 		s = fmt.Sprintf("%s: pause the holder of lock workload %s", f.ID, f.Workload)
 	case f.Kind == plan.FaultTransferLeader:
 		to := f.Target.String()
-		if f.Target.Kind == plan.TargetFollower {
+		switch f.Target.Kind {
+		case plan.TargetFollower:
 			to = "a follower"
+		case plan.TargetRegion:
+			to = "a node in region " + f.Target.Region
 		}
 		s = fmt.Sprintf("%s: transfer the leadership to %s on %s", f.ID, to, f.Cluster)
 	case f.Vanish != nil:

@@ -177,6 +177,7 @@ func TestIntegration(t *testing.T) {
 		old, oldTerm = ls[0], sts[ls[0]-1].Term
 		return ""
 	})
+	t.Run("pollnode", func(t *testing.T) { storetest.PollNodeContract(t, ctx, poller, len(c.eps)) })
 
 	// A leadership transfer, which the kill below follows: it takes the
 	// new leader.

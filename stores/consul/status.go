@@ -68,6 +68,11 @@ func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores
 	return stores.PollEach(ctx, len(p.eps), timeout, p.poll)
 }
 
+// PollNode asks the server at index i of the endpoints alone.
+func (p *StatusPoller) PollNode(ctx context.Context, i int) stores.NodeStatus {
+	return stores.Stamp(p.poll(ctx, i))
+}
+
 // poll asks one server. Its raft state, term and leader come from one
 // answer, /v1/agent/self, so they describe one moment; /v1/status/leader
 // would be a second request and could straddle an election. Only a server

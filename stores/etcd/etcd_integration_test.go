@@ -162,6 +162,7 @@ func TestIntegration(t *testing.T) {
 		old = ls[0]
 		return ""
 	})
+	t.Run("pollnode", func(t *testing.T) { storetest.PollNodeContract(t, ctx, poller, len(c.eps)) })
 
 	// A leadership transfer, which the kill below follows: it takes the
 	// new leader.

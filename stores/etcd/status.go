@@ -54,6 +54,11 @@ func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores
 	return stores.PollEach(ctx, len(p.eps), timeout, p.poll)
 }
 
+// PollNode asks the member at index i of the endpoints alone.
+func (p *StatusPoller) PollNode(ctx context.Context, i int) stores.NodeStatus {
+	return stores.Stamp(p.poll(ctx, i))
+}
+
 func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
 	ep, conn := p.eps[i], p.clients[i].ActiveConnection()
 	ns := stores.NodeStatus{Node: ep.Node}

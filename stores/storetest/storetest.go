@@ -6,6 +6,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -89,4 +90,39 @@ func CheckServed(t *testing.T, res stores.Result, eps []stores.Endpoint) {
 		}
 	}
 	t.Errorf("answered by node %d, not one of the %d endpoints", res.Node, len(eps))
+}
+
+// PollNodeContract holds a poller's PollNode to what its Poll says of a
+// healthy cluster of nodes: each node asked alone answers, stamped with
+// the time of its answer, with the IsLeader and Term a poll of all of them
+// gives it; and a node asked with a canceled context fails.
+func PollNodeContract(t *testing.T, ctx context.Context, p stores.Poller, nodes int) {
+	t.Helper()
+	// Polled until they agree: a busy machine can hold an election
+	// between the two questions.
+	WaitFor(t, ctx, 30*time.Second, "each node asked alone says what a poll of all says", func() string {
+		all := p.Poll(ctx, 2*time.Second)
+		for i := range nodes {
+			asked := time.Now()
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			s := p.PollNode(pctx, i)
+			cancel()
+			switch {
+			case s.Err != nil:
+				return fmt.Sprintf("n%d asked alone: %v", i+1, s.Err)
+			case s.Node != i+1:
+				return fmt.Sprintf("node index %d answered as n%d", i, s.Node)
+			case s.At.Before(asked):
+				return fmt.Sprintf("n%d's answer stamped %v, before it was asked", i+1, s.At)
+			case s.IsLeader != all[i].IsLeader || s.Term != all[i].Term:
+				return fmt.Sprintf("n%d asked alone: %+v; in a poll of all: %+v", i+1, s, all[i])
+			}
+		}
+		return ""
+	})
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if s := p.PollNode(canceled, 0); s.Err == nil {
+		t.Errorf("n1 asked with a canceled context answered: %+v", s)
+	}
 }

@@ -57,19 +57,37 @@ func (p *StatusPoller) Poll(ctx context.Context, timeout time.Duration) []stores
 func (p *StatusPoller) poll(ctx context.Context, timeout time.Duration) ([]stores.NodeStatus, []srvrReport) {
 	reps := make([]srvrReport, len(p.eps))
 	sts := stores.PollEach(ctx, len(p.eps), timeout, func(ctx context.Context, i int) stores.NodeStatus {
-		ep := p.eps[i]
-		st := stores.NodeStatus{Node: ep.Node}
-		b, err := fourLetterWord(ctx, ep, "srvr")
-		if err == nil {
-			reps[i], err = parseSrvr(b)
-		}
-		if err != nil {
-			st.Err = fmt.Errorf("zookeeper srvr of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
-		}
+		var st stores.NodeStatus
+		st, reps[i] = p.srvr(ctx, i)
 		return st
 	})
 	assignLeaders(sts, reps)
 	return sts, reps
+}
+
+// PollNode asks the server at index i of the endpoints alone. A follower's
+// Leader stays 0: srvr names no leader, Poll finds it by the others'
+// epochs.
+func (p *StatusPoller) PollNode(ctx context.Context, i int) stores.NodeStatus {
+	st, rep := p.srvr(ctx, i)
+	sts := []stores.NodeStatus{st}
+	assignLeaders(sts, []srvrReport{rep})
+	return stores.Stamp(sts[0])
+}
+
+// srvr asks the server at index i for its srvr report.
+func (p *StatusPoller) srvr(ctx context.Context, i int) (stores.NodeStatus, srvrReport) {
+	ep := p.eps[i]
+	st := stores.NodeStatus{Node: ep.Node}
+	b, err := fourLetterWord(ctx, ep, "srvr")
+	var rep srvrReport
+	if err == nil {
+		rep, err = parseSrvr(b)
+	}
+	if err != nil {
+		st.Err = fmt.Errorf("zookeeper srvr of %s (%s): %w", plan.NodeName(ep.Node), ep.ClientAddr, err)
+	}
+	return st, rep
 }
 
 // assignLeaders fills in IsLeader, Leader and Term from the nodes' srvr

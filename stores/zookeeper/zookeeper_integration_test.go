@@ -168,6 +168,7 @@ func TestIntegration(t *testing.T) {
 		old = ls[0]
 		return ""
 	})
+	t.Run("pollnode", func(t *testing.T) { storetest.PollNodeContract(t, ctx, poller, len(e.eps)) })
 
 	// One session per node, so that some ops go to the dying leader.
 	cli, err := NewClient(ctx, stores.ClientOptions{Endpoints: e.eps, Conns: 3, Timeout: time.Second})

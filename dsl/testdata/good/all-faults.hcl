@@ -115,4 +115,9 @@ phase "faults" {
     target = 5
     at     = "115s"
   }
+  fault "transfer_leader" {
+    name   = "to-west"
+    region = "west"
+    at     = "117s"
+  }
 }
