@@ -138,7 +138,7 @@ func (d *faultDriver) play(o *faultOcc) {
 	o.watch = d.c.coll.WatchWrites(time.Since(d.c.x.base))
 	// Polled fast from before the fault acts: a transfer's new leader can
 	// lead before the call that asked for it returns.
-	d.c.leaders.faultApplied()
+	d.c.leaders.faultActs()
 	var in injection
 	if in, o.err = injectors()[o.spec.Kind].inject(d, d.ctx, o.spec, o.targets); o.err == nil {
 		o.applied, o.undo, o.active, o.unchanged = in.applied, in.undo, in.active, in.unchanged
@@ -161,7 +161,7 @@ func (d *faultDriver) play(o *faultOcc) {
 	if kind.Silences && len(o.targets) > 0 {
 		o.served = d.c.coll.WatchServed(time.Since(d.c.x.base), o.targets)
 	}
-	d.c.leaders.faultApplied()
+	d.c.leaders.faultActs()
 	if err := o.undo(d.ctx); err != nil {
 		o.err = err
 		if o.served != nil {

@@ -115,11 +115,11 @@ func (w *leaderWatch) answered(i int, st stores.NodeStatus) time.Duration {
 	return w.fast.interval(time.Now())
 }
 
-// faultApplied makes the poll fast for a while and asks every node now. It
+// faultActs makes the poll fast for a while and asks every node now. It
 // is called as a fault is applied or undone, before it acts: that is when
 // the leadership may move, and a transfer moves it without a moment of no
 // leader that would make the poll fast by itself.
-func (w *leaderWatch) faultApplied() {
+func (w *leaderWatch) faultActs() {
 	w.mu.Lock()
 	w.fast.fault(time.Now())
 	w.mu.Unlock()

@@ -277,7 +277,7 @@ func TestLeaderWatchPausedLeader(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(ctx) }()
 	time.Sleep(time.Until(p.pause))
-	w.faultApplied()
+	w.faultActs()
 	time.Sleep(2200 * time.Millisecond)
 	cancel()
 	<-done
