@@ -133,17 +133,27 @@ func (l *LeaderTimeline) timeIn(from, to time.Duration, in func(leaderChange) bo
 // FirstLeaderAfter returns how long after t a leader other than excluding
 // was first observed (0 when one was already in place at t). Pass the node a
 // fault removed as excluding, or 0 to accept any leader. ok is false when no
-// such leader was seen.
+// such leader was seen, and when excluding led again, after a state without
+// it, before any other did: the fault elected nobody (a leader paused for
+// less than an election took, say), and the next election is another
+// fault's. A run whose pause of a Consul leader was sat out reported the
+// next pause's election, 8 s later, as this one's.
 func (l *LeaderTimeline) FirstLeaderAfter(t time.Duration, excluding int) (d time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	gone := false // a state without excluding leading was seen
 	for i, c := range l.changes {
 		// The state in effect at t is the last change at or before it.
 		if c.at <= t && i+1 < len(l.changes) && l.changes[i+1].at <= t {
 			continue
 		}
-		if c.leader != 0 && c.leader != excluding {
+		switch {
+		case c.leader != 0 && c.leader != excluding:
 			return max(c.at-t, 0), true
+		case c.leader != excluding:
+			gone = true
+		case excluding != 0 && gone:
+			return 0, false
 		}
 	}
 	return 0, false

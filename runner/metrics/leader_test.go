@@ -155,6 +155,24 @@ func TestFirstLeaderAfter(t *testing.T) {
 	}
 }
 
+// TestFirstLeaderAfterReturn holds FirstLeaderAfter to a fault that elected
+// nobody: the removed leader led again first.
+func TestFirstLeaderAfterReturn(t *testing.T) {
+	// n1 leads; paused at 2 s and back at 3 s before anyone is elected;
+	// paused again at 5 s, and n3 elected at 6 s.
+	l := NewLeaderTimeline()
+	poll(l, state{1, 2, 2 * s}, state{0, 2, 1 * s}, state{1, 2, 2 * s}, state{unanswered, 0, 1 * s}, state{3, 3, 1 * s})
+	if d, ok := l.FirstLeaderAfter(2*s, 1); ok {
+		t.Errorf("first pause: a new leader after %v; want none, n1 led again first", d)
+	}
+	if d, ok := l.FirstLeaderAfter(5*s, 1); !ok || d != 1*s {
+		t.Errorf("second pause: %v, %t; want n3 after 1s", d, ok)
+	}
+	if d, ok := l.FirstLeaderAfter(2*s, 0); !ok || d != 1*s {
+		t.Errorf("any leader after the first pause: %v, %t; want n1 again after 1s", d, ok)
+	}
+}
+
 func TestCollectorLeaderPerPhase(t *testing.T) {
 	c := newTestCollector(span("a", 0, 5*s), span("b", 5*s, 5*s))
 	var at time.Duration
