@@ -231,8 +231,9 @@ func occurrence(id string) int {
 }
 
 // view is what the runner knows of the cluster now: which nodes run, and
-// the leader. The background poll's leader, at most pollInterval old, is
-// used when it names a running node, so that resolving costs no round trip
+// the leader. The leader watch's last state, at most pollInterval old (up
+// to nodePollTimeout while a node hangs, see leaderMerge), is used when it
+// names a running node, so that resolving costs no round trip
 // and the fault lands on time; otherwise (no leader known, or it just went
 // down) every node is asked afresh.
 func (c *clusterRun) view(ctx context.Context) faults.View {
