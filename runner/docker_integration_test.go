@@ -68,7 +68,8 @@ func checkDockerRun(t *testing.T, res *results.Results) {
 }
 
 // TestDockerEtcd plays the geo cluster in containers: the put latency
-// follows the RTT matrix, then the leader is killed and restarted, a
+// follows the RTT matrix, the leadership is handed to two regions, then the
+// leader is killed and restarted, a
 // follower paused and another stopped and restarted, the leader's disk
 // contended, and the leader cut off by a partition.
 func TestDockerEtcd(t *testing.T) {
@@ -81,7 +82,7 @@ phase "steady" {
     rate = 20
   }
 }
-
+`+regionTransferPhase+`
 phase "kill" {
   duration = "14s"
   load "w" {
@@ -139,6 +140,7 @@ phase "partition" {
 }
 `, dockerOpts)
 	checkGeoLatency(t, res, "steady")
+	checkRegionTransfer(t, res)
 
 	kill := phase(t, res, "kill")
 	f := failover(t, kill, 1)[0]

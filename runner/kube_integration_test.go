@@ -29,7 +29,8 @@ func kubeOpts(t *testing.T, stores ...string) Options {
 
 // TestKubeEtcd plays the geo cluster as pods: the fabric joins the pods'
 // network namespaces, so latency follows the RTT matrix as with processes;
-// then a leader kill with restart, a paused follower, and a partition.
+// then the leadership handed to two regions, a leader kill with restart, a
+// paused follower, and a partition.
 func TestKubeEtcd(t *testing.T) {
 	needFabric(t)
 	opts := kubeOpts(t, plan.StoreEtcd)
@@ -42,7 +43,7 @@ phase "steady" {
     rate = 20
   }
 }
-
+`+regionTransferPhase+`
 phase "kill" {
   duration = "14s"
   load "w" {
@@ -87,6 +88,7 @@ check "both workers through the shaper" {
 		t.Errorf("provider %q, want kubernetes", res.Backend["provider"])
 	}
 	checkGeoLatency(t, res, "steady")
+	checkRegionTransfer(t, res)
 	// A check reads the workers' pods' pairs by their hosts' names.
 	if len(res.Checks) != 1 || !res.Checks[0].Passed {
 		t.Errorf("checks %+v, want the workers' pairs' check passed", res.Checks)

@@ -14,7 +14,7 @@ const (
 	// see a new leader, where pollInterval would make it up to 100 ms.
 	fastPollInterval = 10 * time.Millisecond
 	// faultPollFor is how long a fault keeps the poll fast while the
-	// leadership it found stays.
+	// leadership it found stays, at least (see holdFor).
 	faultPollFor = 2 * time.Second
 	// maxFastPoll bounds one stretch of fast polls: a cluster left without
 	// a leader longer is asked at pollInterval again until one is seen.
@@ -26,12 +26,15 @@ const (
 
 // leaderState is who led the cluster at one moment, as the status polls
 // saw it: leader is 0 when the nodes that answered named none of
-// themselves, and unanswered says no node answered at all.
+// themselves, and unanswered says no node answered at all. doubt says that
+// at this moment a node began to answer that it knows no leader
+// (stores.NodeStatus.Electing) while another led: an election under way.
 type leaderState struct {
 	at         time.Time
 	leader     int // 1-based
 	term       uint64
 	unanswered bool
+	doubt      bool
 }
 
 // leaderWatch asks every node for its status on a loop of its own, every
@@ -52,8 +55,12 @@ type leaderWatch struct {
 	fast  fastPoll
 }
 
-func newLeaderWatch(p stores.Poller, nodes int, observe func(leaderState)) *leaderWatch {
+// newLeaderWatch watches nodes through p. electionWindow is how long the
+// cluster may take to campaign once its leader is lost
+// (stores.Driver.ElectionWindow).
+func newLeaderWatch(p stores.Poller, nodes int, electionWindow time.Duration, observe func(leaderState)) *leaderWatch {
 	w := &leaderWatch{poller: p, observe: observe, wake: make([]chan struct{}, nodes)}
+	w.fast.holdFor = holdFor(electionWindow)
 	for i := range w.wake {
 		w.wake[i] = make(chan struct{}, 1)
 	}
@@ -121,7 +128,7 @@ func (w *leaderWatch) answered(i int, st stores.NodeStatus) time.Duration {
 // leader that would make the poll fast by itself.
 func (w *leaderWatch) faultActs() {
 	w.mu.Lock()
-	w.fast.fault(time.Now())
+	w.fast.hold(time.Now())
 	w.mu.Unlock()
 	for _, c := range w.wake {
 		select {
@@ -132,12 +139,16 @@ func (w *leaderWatch) faultActs() {
 }
 
 // fastPoll decides when the nodes are asked every fastPollInterval: a
-// stretch begins at a fault or at a state without a leader, and ends when a
-// leader other than the one before it (or the same in a new term) is seen,
-// when faultPollFor has passed since the last fault with the leader
-// unchanged, or after maxFastPoll.
+// stretch begins at a fault, at a state without a leader, or at a state
+// where a node began to say it knows no leader while another leads (an
+// election that may hand the leadership over with no moment without a
+// leader, as a contested term does); it ends when a leader other than the
+// one before it (or the same in a new term) is seen, when holdFor has
+// passed since the last fault or doubt with the leader unchanged, or after
+// maxFastPoll.
 type fastPoll struct {
-	since, until time.Time // since is zero outside a stretch
+	holdFor      time.Duration // how long a fault or a doubt keeps it fast
+	since, until time.Time     // since is zero outside a stretch
 	// before is the leadership the stretch began with, cur the last seen.
 	before, cur leaderState
 }
@@ -148,9 +159,26 @@ func (f *fastPoll) begin(now time.Time) {
 	}
 }
 
-func (f *fastPoll) fault(now time.Time) {
-	f.begin(now)
-	f.until = later(f.until, earlier(now.Add(faultPollFor), f.since.Add(maxFastPoll)))
+// holdFor is how long a fault keeps the poll fast: faultPollFor, or the
+// cluster's election window and a poll's timeout if that is longer. A
+// leader cut off by a partition still answers that it leads, and its
+// successor is elected up to an election window after the cut with no
+// moment without a leader that a poll could catch (etcd's pre-vote and
+// vote take a couple of milliseconds on loopback); at the usual pace it
+// was seen up to 75 ms late in runs cutting an etcd leader off.
+func holdFor(electionWindow time.Duration) time.Duration {
+	return min(max(faultPollFor, electionWindow+nodePollTimeout), maxFastPoll)
+}
+
+// hold keeps the poll fast for holdFor (faultPollFor if unset) from at,
+// within the stretch's maxFastPoll.
+func (f *fastPoll) hold(at time.Time) {
+	d := f.holdFor
+	if d == 0 {
+		d = faultPollFor
+	}
+	f.begin(at)
+	f.until = later(f.until, earlier(at.Add(d), f.since.Add(maxFastPoll)))
 }
 
 func (f *fastPoll) seen(s leaderState) {
@@ -158,6 +186,12 @@ func (f *fastPoll) seen(s leaderState) {
 		f.begin(s.at)
 		f.until = f.since.Add(maxFastPoll)
 		return
+	}
+	if s.doubt {
+		// Before cur moves on: the stretch begins from the leadership
+		// in doubt, so that a state that already has another leader
+		// ends it at once.
+		f.hold(s.at)
 	}
 	f.cur = s
 	switch {
@@ -204,21 +238,27 @@ func earlier(a, b time.Time) time.Time {
 type leaderMerge struct {
 	asks [][]pollAsk // per node, in the order asked; the last may be open
 	last time.Time   // the latest state's time
+	// electing is, per node, whether its latest answer merged said it
+	// knows no leader.
+	electing []bool
+	prev     int // the latest state's leader
 }
 
 type pollAsk struct {
-	asked  time.Time
-	at     time.Time // when the answer came; the question's time for a failure
-	done   bool
-	ok     bool
-	leads  bool
-	term   uint64
-	merged bool // the state at its at has been produced
+	asked    time.Time
+	at       time.Time // when the answer came; the question's time for a failure
+	done     bool
+	ok       bool
+	leads    bool
+	term     uint64
+	electing bool
+	names    int  // the leader it named, 0 for none
+	merged   bool // the state at its at has been produced
 }
 
 // newLeaderMerge starts with every node asked at first.
 func newLeaderMerge(nodes int, first time.Time) *leaderMerge {
-	m := &leaderMerge{asks: make([][]pollAsk, nodes)}
+	m := &leaderMerge{asks: make([][]pollAsk, nodes), electing: make([]bool, nodes)}
 	for i := range m.asks {
 		m.asks[i] = []pollAsk{{asked: first}}
 	}
@@ -235,7 +275,7 @@ func (m *leaderMerge) answer(i int, st stores.NodeStatus) {
 	a := &m.asks[i][len(m.asks[i])-1]
 	a.done, a.ok, a.at = true, st.Err == nil, a.asked
 	if a.ok {
-		a.leads, a.term = st.IsLeader, st.Term
+		a.leads, a.term, a.electing, a.names = st.IsLeader, st.Term, st.Electing, st.Leader
 		if st.At.After(a.asked) {
 			a.at = st.At
 		}
@@ -247,13 +287,17 @@ func (m *leaderMerge) answer(i int, st stores.NodeStatus) {
 func (m *leaderMerge) states() []leaderState {
 	var out []leaderState
 	for {
-		a := m.earliest()
+		i, a := m.earliest()
 		if a == nil || m.open(a.at) {
 			break
 		}
 		a.merged = true
 		m.last = a.at
+		began := a.electing && !m.electing[i]
+		m.electing[i] = a.electing
 		if s, ok := m.stateAt(a.at); ok {
+			s.doubt = began && s.leader != 0
+			m.prev = s.leader
 			out = append(out, s)
 		}
 	}
@@ -261,17 +305,17 @@ func (m *leaderMerge) states() []leaderState {
 	return out
 }
 
-// earliest is the answer not yet merged with the earliest time.
-func (m *leaderMerge) earliest() *pollAsk {
-	var e *pollAsk
+// earliest is the answer not yet merged with the earliest time, and its
+// node (0-based).
+func (m *leaderMerge) earliest() (node int, e *pollAsk) {
 	for i := range m.asks {
 		for j := range m.asks[i] {
 			if a := &m.asks[i][j]; a.done && !a.merged && (e == nil || a.at.Before(e.at)) {
-				e = a
+				node, e = i, a
 			}
 		}
 	}
-	return e
+	return node, e
 }
 
 // open reports whether a question asked at or before t is unanswered.
@@ -290,22 +334,52 @@ func (m *leaderMerge) open(t time.Time) bool {
 // the leader. Counting it as not leading made every run whose followers
 // answered first begin with an election, and a cluster paused whole come
 // back without a leader for a moment.
+//
+// Of two nodes that say they lead, the one in the higher term does. In one
+// term, the one more nodes name as their leader does, and then the one
+// that led before: etcd and ZooKeeper report the term of the last entry
+// they applied, so a new leader says the term before its election until
+// its first entry is applied (820 ms once), while the leader it replaced,
+// cut off, still says it leads in that term; the followers name the new
+// one as soon as they hear from it.
 func (m *leaderMerge) stateAt(t time.Time) (leaderState, bool) {
 	s := leaderState{at: t, unanswered: true}
 	unknown := false
+	var said []*pollAsk // each node's answer in force at t, nil for none
 	for i, asks := range m.asks {
-		covered, said := m.at(i, t)
+		said = append(said, nil)
+		covered, last := m.at(i, t)
 		if covered < 0 || !asks[covered].ok {
 			continue
 		}
 		s.unanswered = false
-		if said < 0 || !asks[said].ok {
+		if last < 0 || !asks[last].ok {
 			unknown = true
 			continue
 		}
-		if a := asks[said]; a.leads && a.term >= s.term {
-			s.leader, s.term = i+1, a.term
+		said[i] = &asks[last]
+	}
+	named := func(node int) int {
+		n := 0
+		for _, a := range said {
+			if a != nil && a.names == node {
+				n++
+			}
 		}
+		return n
+	}
+	for i, a := range said {
+		if a == nil || !a.leads || a.term < s.term {
+			continue
+		}
+		if a.term == s.term && s.leader != 0 {
+			// A tie: keep the one chosen if more nodes name it,
+			// or as many and it led before.
+			if n, k := named(i+1), named(s.leader); n < k || (n == k && s.leader == m.prev) {
+				continue
+			}
+		}
+		s.leader, s.term = i+1, a.term
 	}
 	return s, s.leader != 0 || !unknown
 }

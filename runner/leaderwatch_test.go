@@ -15,13 +15,15 @@ import (
 // pollStep is one event of a scripted poll: node (1-based) asked at ms,
 // or answering its last question at ms.
 type pollStep struct {
-	node   int
-	ask    bool
-	ms     int
-	fail   bool
-	leads  bool
-	term   uint64
-	expect []string // the states the step lets out, as stateString has them
+	node     int
+	ask      bool
+	ms       int
+	fail     bool
+	leads    bool
+	electing bool
+	names    int // the leader the node names
+	term     uint64
+	expect   []string // the states the step lets out, as stateString has them
 }
 
 func stateString(s leaderState, base time.Time) string {
@@ -31,6 +33,9 @@ func stateString(s leaderState, base time.Time) string {
 		return fmt.Sprintf("%d:unanswered", ms)
 	case s.leader == 0:
 		return fmt.Sprintf("%d:none", ms)
+	}
+	if s.doubt {
+		return fmt.Sprintf("%d:n%d/%d+doubt", ms, s.leader, s.term)
 	}
 	return fmt.Sprintf("%d:n%d/%d", ms, s.leader, s.term)
 }
@@ -108,6 +113,44 @@ func TestLeaderMerge(t *testing.T) {
 			// answered by then.
 			{node: 3, ms: 3, fail: true, expect: []string{"1:n1/2", "2:n2/3"}},
 		}},
+		{"two leaders in one reported term: the one the others name, else the one before", []pollStep{
+			{node: 1, ms: 1, leads: true, term: 4, names: 1},
+			{node: 2, ms: 1, term: 4, names: 1},
+			{node: 3, ms: 2, term: 4, names: 1, expect: []string{"1:n1/4", "1:n1/4", "2:n1/4"}},
+			{node: 1, ask: true, ms: 100},
+			{node: 2, ask: true, ms: 100},
+			{node: 3, ask: true, ms: 100},
+			// n1 is cut off and still says it leads; n2 was elected in
+			// term 5 but says the term of its last applied entry.
+			{node: 1, ms: 101, leads: true, term: 4, names: 1},
+			{node: 2, ms: 102, leads: true, term: 4, names: 2},
+			{node: 3, ms: 103, term: 4, names: 2, expect: []string{"101:n1/4", "102:n1/4", "103:n2/4"}},
+			{node: 3, ask: true, ms: 110},
+			// n3 names nobody: as many name each, and n2 led before.
+			{node: 3, ms: 111, term: 4, expect: []string{"111:n2/4"}},
+			{node: 2, ask: true, ms: 120},
+			{node: 2, ms: 121, leads: true, term: 5, names: 2, expect: []string{"121:n2/5"}},
+		}},
+		{"a node that begins to campaign while the leader leads is a doubt, once", []pollStep{
+			{node: 1, ms: 1, leads: true, term: 2},
+			{node: 2, ms: 1, term: 2},
+			{node: 3, ms: 2, term: 2, expect: []string{"1:n1/2", "1:n1/2", "2:n1/2"}},
+			{node: 1, ask: true, ms: 100},
+			{node: 2, ask: true, ms: 100},
+			{node: 3, ask: true, ms: 100},
+			{node: 1, ms: 101, leads: true, term: 2},
+			{node: 2, ms: 102, electing: true, term: 3},
+			{node: 3, ms: 103, term: 2, expect: []string{"101:n1/2", "102:n1/2+doubt", "103:n1/2"}},
+			{node: 2, ask: true, ms: 110},
+			{node: 2, ms: 111, electing: true, term: 3, expect: []string{"111:n1/2"}},
+			{node: 2, ask: true, ms: 120},
+			{node: 2, ms: 121, leads: true, term: 3, expect: []string{"121:n2/3"}},
+			// Down, then back without a leader: a doubt again.
+			{node: 3, ask: true, ms: 200},
+			{node: 3, ms: 700, fail: true, expect: []string{"200:n2/3"}},
+			{node: 3, ask: true, ms: 700},
+			{node: 3, ms: 701, electing: true, term: 3, expect: []string{"701:n2/3+doubt"}},
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,7 +160,7 @@ func TestLeaderMerge(t *testing.T) {
 					m.ask(st.node-1, ms(st.ms))
 					continue
 				}
-				ns := stores.NodeStatus{Node: st.node, IsLeader: st.leads, Term: st.term, At: ms(st.ms)}
+				ns := stores.NodeStatus{Node: st.node, IsLeader: st.leads, Electing: st.electing, Leader: st.names, Term: st.term, At: ms(st.ms)}
 				if st.fail {
 					ns = stores.NodeStatus{Node: st.node, Err: errors.New("deadline exceeded")}
 				}
@@ -163,6 +206,9 @@ func TestFastPoll(t *testing.T) {
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	leader := func(ms, n int, term uint64) leaderState { return leaderState{at: at(ms), leader: n, term: term} }
 	none := func(ms int) leaderState { return leaderState{at: at(ms)} }
+	doubt := func(ms, n int, term uint64) leaderState {
+		return leaderState{at: at(ms), leader: n, term: term, doubt: true}
+	}
 	type step struct {
 		fault bool
 		state leaderState
@@ -170,31 +216,32 @@ func TestFastPoll(t *testing.T) {
 		want  time.Duration
 	}
 	tests := []struct {
-		name  string
-		steps []step
+		name    string
+		holdFor time.Duration // 0: faultPollFor
+		steps   []step
 	}{
-		{"a steady leader is polled at the usual pace", []step{
+		{"a steady leader is polled at the usual pace", 0, []step{
 			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
 			{state: leader(100, 1, 2), ms: 100, want: pollInterval},
 		}},
-		{"a leader kill: fast from the fault until the next leader", []step{
+		{"a leader kill: fast from the fault until the next leader", 0, []step{
 			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
 			{fault: true, ms: 1000, want: fastPollInterval},
 			{state: none(1005), ms: 2500, want: fastPollInterval}, // past the fault's 2 s: no leader keeps it fast
 			{state: leader(2600, 2, 3), ms: 2600, want: pollInterval},
 		}},
-		{"a transfer: fast until the new leader", []step{
+		{"a transfer: fast until the new leader", 0, []step{
 			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
 			{fault: true, ms: 1000, want: fastPollInterval},
 			{state: leader(1010, 1, 2), ms: 1010, want: fastPollInterval},
 			{state: leader(1030, 2, 3), ms: 1030, want: pollInterval},
 		}},
-		{"a leader re-elected in a new term ends the stretch", []step{
+		{"a leader re-elected in a new term ends the stretch", 0, []step{
 			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
 			{state: none(100), ms: 100, want: fastPollInterval},
 			{state: leader(900, 1, 3), ms: 900, want: pollInterval},
 		}},
-		{"a fault that leaves the leader in place: fast for faultPollFor", []step{
+		{"a fault that leaves the leader in place: fast for faultPollFor", 0, []step{
 			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
 			{fault: true, ms: 1000, want: fastPollInterval},
 			{state: leader(2900, 1, 2), ms: 2900, want: fastPollInterval},
@@ -202,7 +249,30 @@ func TestFastPoll(t *testing.T) {
 			// A later loss begins a stretch of its own.
 			{state: none(5000), ms: 5000, want: fastPollInterval},
 		}},
-		{"no leader for longer than maxFastPoll: the usual pace until one is seen", []step{
+		{"a node that begins an election: fast until the new leader", 0, []step{
+			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
+			{state: doubt(1000, 1, 2), ms: 1000, want: fastPollInterval},
+			{state: leader(1010, 1, 2), ms: 1010, want: fastPollInterval},
+			{state: leader(1150, 2, 3), ms: 1150, want: pollInterval},
+		}},
+		{"a doubt that comes to nothing: fast for faultPollFor", 0, []step{
+			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
+			{state: doubt(1000, 1, 2), ms: 1000, want: fastPollInterval},
+			{state: leader(2900, 1, 2), ms: 2900, want: fastPollInterval},
+			{state: leader(3000, 1, 2), ms: 3000, want: pollInterval},
+		}},
+		{"a cut-off leader's successor, elected within the cluster's window after the fault", holdFor(4100 * time.Millisecond), []step{
+			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
+			{fault: true, ms: 1000, want: fastPollInterval},
+			{state: leader(4000, 1, 2), ms: 4000, want: fastPollInterval}, // past faultPollFor
+			{state: leader(5590, 1, 2), ms: 5590, want: fastPollInterval},
+			{state: leader(5600, 1, 2), ms: 5600, want: pollInterval},
+		}},
+		{"a doubt seen with the next leader already in office ends at once", 0, []step{
+			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
+			{state: doubt(100, 2, 3), ms: 100, want: pollInterval},
+		}},
+		{"no leader for longer than maxFastPoll: the usual pace until one is seen", 0, []step{
 			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
 			{state: none(100), ms: 100, want: fastPollInterval},
 			{state: none(30_099), ms: 30_099, want: fastPollInterval},
@@ -215,10 +285,10 @@ func TestFastPoll(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var f fastPoll
+			f := fastPoll{holdFor: tc.holdFor}
 			for k, s := range tc.steps {
 				if s.fault {
-					f.fault(at(s.ms))
+					f.hold(at(s.ms))
 				} else {
 					f.seen(s.state)
 				}
@@ -227,6 +297,19 @@ func TestFastPoll(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestHoldFor(t *testing.T) {
+	for _, tc := range []struct{ window, want time.Duration }{
+		{0, faultPollFor},
+		{time.Second, faultPollFor},
+		{4100 * time.Millisecond, 4600 * time.Millisecond}, // etcd, election timeout 2 s
+		{time.Minute, maxFastPoll},
+	} {
+		if got := holdFor(tc.window); got != tc.want {
+			t.Errorf("holdFor(%v) = %v, want %v", tc.window, got, tc.want)
+		}
 	}
 }
 
@@ -268,7 +351,7 @@ func TestLeaderWatchPausedLeader(t *testing.T) {
 	p := &hangingPoller{pause: start.Add(300 * time.Millisecond), elected: start.Add(1200 * time.Millisecond), asks: make([]int, 3)}
 	var mu sync.Mutex
 	var states []leaderState
-	w := newLeaderWatch(p, 3, func(s leaderState) {
+	w := newLeaderWatch(p, 3, 0, func(s leaderState) {
 		mu.Lock()
 		defer mu.Unlock()
 		states = append(states, s)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordlab/scenario/fabric"
 	"github.com/coordlab/scenario/internal/results"
+	"github.com/coordlab/scenario/plan"
 )
 
 // geoCluster places three etcd nodes in three regions with a declared RTT
@@ -188,6 +189,51 @@ func checkGeoLatency(t *testing.T, res *results.Results, phaseName string) {
 	}
 	if lat.P50MS < expected || lat.P50MS > expected+slack {
 		t.Errorf("put p50 %.1f ms, want between %.0f and %.0f ms (the floor, plus the larger of 25 ms and 10%%, plus the fsync p99)", lat.P50MS, expected, expected+slack)
+	}
+}
+
+// regionTransferPhase hands geoCluster's leadership to region eu-west,
+// whose only node is n2, then to ap-south, n3 (checkRegionTransfer): the
+// second always moves it, whoever led before the first.
+const regionTransferPhase = `
+phase "transfer" {
+  duration = "6s"
+  load "w" {
+    rate = 20
+  }
+  fault "transfer_leader" {
+    region = "eu-west"
+    at     = "1s"
+  }
+  fault "transfer_leader" {
+    region = "ap-south"
+    at     = "3500ms"
+  }
+}
+`
+
+// checkRegionTransfer checks regionTransferPhase: each transfer's target
+// is its region's node, and leads next (or led already), seen within an
+// election timeout of the request: a transfer waits for none.
+func checkRegionTransfer(t *testing.T, res *results.Results) {
+	t.Helper()
+	const bound = 1500 // geoCluster's election timeout
+	for i, f := range failover(t, phase(t, res, "transfer"), 2) {
+		target := i + 2
+		switch {
+		case !slices.Equal(f.Targets, []string{plan.NodeName(target)}):
+			t.Errorf("transfer %s: targets %v, want [%s]", f.FaultID, f.Targets, plan.NodeName(target))
+		case f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > bound:
+			t.Errorf("transfer to %s: the new leader seen after %s ms, want within %d ms", f.Targets[0], fmtOpt(f.TimeToLeaderMS), bound)
+		case *f.TimeToLeaderMS == 0 && i == 0:
+			t.Logf("transfer to %s: it led already", f.Targets[0])
+		case *f.TimeToLeaderMS == 0:
+			t.Errorf("transfer to %s: kept, but %s led", f.Targets[0], plan.NodeName(target-1))
+		case nextLeader(res, *f.AppliedMS) != target:
+			t.Errorf("transfer to %s: n%d led next", f.Targets[0], nextLeader(res, *f.AppliedMS))
+		default:
+			t.Logf("transfer to %s: seen leading %s ms after the request, first write after %s ms", f.Targets[0], fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
+		}
 	}
 }
 

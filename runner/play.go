@@ -195,7 +195,7 @@ func (c *clusterRun) startPlay() error {
 	}
 	c.poller = pl
 	c.coll = metrics.NewCollector(c.plan.Phases, c.plan.Workloads, c.x.base)
-	c.leaders = newLeaderWatch(pl, len(c.eps), c.observeLeader)
+	c.leaders = newLeaderWatch(pl, len(c.eps), c.drv.ElectionWindow(c.spec), c.observeLeader)
 	// What the collector keeps of every second (interval logs, write times)
 	// would grow with the request rate for the whole run in memory.
 	spool := c.spec.Name

@@ -69,6 +69,12 @@ type Driver struct {
 	// library's defaults named as such.
 	ClientSettings func(c plan.ClientSpec) map[string]string
 	NewPoller      func(eps []Endpoint) (Poller, error)
+	// ElectionWindow is how long cluster c may go, after its leader is
+	// lost, before a follower campaigns: its followers' longest
+	// randomised timeout. The leader timeline polls fast that long after
+	// each fault, so that an election it cannot see coming (a cut-off
+	// leader still answers that it leads) is seen when it happens.
+	ElectionWindow func(c plan.ClusterSpec) time.Duration
 	// TransferLeader hands the cluster's leadership to node to (1-based),
 	// and returns once the store says that node leads; moved is false when
 	// it led already. Nil for a store that cannot transfer its leadership.

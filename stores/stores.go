@@ -58,7 +58,13 @@ type NodeStatus struct {
 	IsLeader bool   // this node is the leader
 	Leader   int    // 1-based index of the leader it knows, 0 if none
 	Term     uint64 // raft term, zxid epoch, ... (store specific, monotonic)
-	Err      error  // the node did not answer
+	// Electing says the node answered that it knows no leader: its
+	// election timer fired and it campaigns, or it voted in a newer term,
+	// or (ZooKeeper) it has no quorum and looks for one. Observers take it
+	// as the first sign that the leadership may move, often before any
+	// node stops leading.
+	Electing bool
+	Err      error // the node did not answer
 	// At is when the answer arrived (zero with Err). A poll that waits
 	// on a paused or overloaded node answers with the state at its end,
 	// not its start: observers time states by it.

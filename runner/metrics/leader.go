@@ -38,10 +38,16 @@ func NewLeaderTimeline() *LeaderTimeline { return &LeaderTimeline{} }
 // leader the 1-based node that leads (0 for none), term the store's term (0
 // when unknown). Polls must come in time order; an older one is ignored.
 //
-// A change to a leader counts as an election when the leader or the term
-// differs from the last leader seen, so that A -> none -> A in one term (a
-// poll that failed) is not an election, while A re-elected in a new term is.
-// The leader seen by the first poll is not an election: it predates the run.
+// A change to a leader counts as an election when the leader differs from
+// the last leader seen, or when the term does after a state without that
+// leader, so that A -> none -> A in one term (a poll that failed) is not an
+// election, while A re-elected in a new term is. A leader whose term rises
+// while it is seen leading throughout is one leadership: etcd reports the
+// term of its last applied entry and ZooKeeper the epoch of its last
+// transaction, so a new leader's term catches up with its election only
+// once its first entry is applied (820 ms after one election, which was
+// counted twice). The leader seen by the first poll is not an election: it
+// predates the run.
 func (l *LeaderTimeline) ObserveLeader(at time.Duration, leader int, term uint64) {
 	l.observe(leaderChange{at: at, leader: leader, term: term})
 }
@@ -67,7 +73,8 @@ func (l *LeaderTimeline) observe(c leaderChange) {
 	}
 	l.lastSeen = c.at
 	if c.leader != 0 {
-		c.election = len(l.changes) > 0 && (l.known.leader != c.leader || l.known.term != c.term)
+		n := len(l.changes)
+		c.election = n > 0 && (l.known.leader != c.leader || (l.known.term != c.term && l.changes[n-1].leader != c.leader))
 		l.known = c
 	}
 	l.changes = append(l.changes, c)

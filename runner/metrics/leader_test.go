@@ -69,10 +69,25 @@ func TestLeaderTimeline(t *testing.T) {
 		},
 		{
 			name:          "same node re-elected in a new term",
-			states:        []state{{1, 2, 3 * s}, {1, 3, 3 * s}},
+			states:        []state{{1, 2, 3 * s}, {0, 2, 100 * ms}, {1, 3, 3 * s}},
 			to:            10 * s,
 			wantElections: 1,
-			wantChanges:   2,
+			wantNoLeader:  100 * ms,
+			wantChanges:   3,
+		},
+		{
+			// etcd reports the term of its last applied entry.
+			name:        "a leader's term catching up while it leads is no election",
+			states:      []state{{1, 2, 3 * s}, {1, 3, 3 * s}},
+			to:          10 * s,
+			wantChanges: 2,
+		},
+		{
+			name:          "a new leader first seen in its predecessor's term: one election",
+			states:        []state{{1, 2, 3 * s}, {2, 2, 800 * ms}, {2, 3, 3 * s}},
+			to:            10 * s,
+			wantElections: 1,
+			wantChanges:   3,
 		},
 		{
 			name:          "two elections, one outside the window",

@@ -369,6 +369,20 @@ func TestIntegration(t *testing.T) {
 		}
 		return ""
 	})
+
+	// Down to one server: no quorum. The survivor campaigns on and on,
+	// and says so (the leader timeline reads it as an election under way).
+	for _, n := range slices.Sorted(maps.Keys(c.procs)) {
+		if n != old {
+			c.kill(n)
+		}
+	}
+	storetest.WaitFor(t, ctx, 30*time.Second, "the survivor campaigns", func() string {
+		if s := poller.PollNode(ctx, old-1); s.Err != nil || s.IsLeader || s.Leader != 0 || !s.Electing {
+			return fmt.Sprintf("n%d: %+v", old, s)
+		}
+		return ""
+	})
 }
 
 // install builds (on first use) and checks the Consul under test.

@@ -46,6 +46,7 @@ func Driver() stores.Driver {
 		NewClient:      NewClient,
 		ClientSettings: ClientSettings,
 		NewPoller:      func(eps []stores.Endpoint) (stores.Poller, error) { return NewStatusPoller(eps) },
+		ElectionWindow: electionWindow,
 		TransferLeader: TransferLeader,
 		ServerMetrics:  ServerMetrics(),
 		NewMetricScraper: func(eps []stores.Endpoint) (stores.MetricScraper, error) {

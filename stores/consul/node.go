@@ -69,6 +69,16 @@ type Timing struct {
 	Explicit bool
 }
 
+// electionWindow is twice the heartbeat timeout: hashicorp/raft draws a
+// follower's from [timeout, 2 x timeout) before it campaigns.
+func electionWindow(c plan.ClusterSpec) time.Duration {
+	t, err := RaftTiming(c.Consul)
+	if err != nil { // refused when the file was checked
+		return 2 * defaultRaftMultiplier * baseHeartbeatTimeout
+	}
+	return 2 * t.HeartbeatTimeout
+}
+
 // RaftTiming works out the raft multiplier that gives the timing k asks
 // for. Since Consul only scales fixed bases (see above), a heartbeat or
 // election timeout must be a whole number of seconds from 1 s to 10 s, a

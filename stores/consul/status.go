@@ -111,6 +111,7 @@ func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
 		return fail(err)
 	}
 	ns.Leader = leader
+	ns.Electing = raft["state"] == "Candidate" || (!ns.IsLeader && leader == 0)
 	return ns
 }
 

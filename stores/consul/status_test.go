@@ -114,7 +114,7 @@ func TestPoll(t *testing.T) {
 	want := []stores.NodeStatus{
 		{Node: 1, Leader: 2, Term: 4},
 		{Node: 2, Leader: 2, Term: 4, IsLeader: true},
-		{Node: 3, Leader: 0, Term: 5},
+		{Node: 3, Leader: 0, Term: 5, Electing: true},
 	}
 	for i, w := range want {
 		got := sts[i]

@@ -285,8 +285,9 @@ func TestIntegration(t *testing.T) {
 	defer ser.Close()
 
 	// Down to one member: no quorum, and once that member has noticed, it
-	// knows no leader. Then linearizable ops are refused as unavailable
-	// (the client requires a leader) while serializable reads still work.
+	// knows no leader and campaigns (Electing). Then linearizable ops are
+	// refused as unavailable (the client requires a leader) while
+	// serializable reads still work.
 	var survivor int
 	for n := range c.procs {
 		if n != newLeader {
@@ -296,7 +297,7 @@ func TestIntegration(t *testing.T) {
 	c.kill(newLeader)
 	storetest.WaitFor(t, ctx, 30*time.Second, "the survivor notices it has no leader", func() string {
 		for _, s := range poller.Poll(ctx, time.Second) {
-			if s.Node == survivor && (s.Err != nil || s.Leader != 0) {
+			if s.Node == survivor && (s.Err != nil || s.Leader != 0 || !s.Electing) {
 				return fmt.Sprintf("n%d: %+v", survivor, s)
 			}
 		}

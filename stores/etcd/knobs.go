@@ -39,6 +39,27 @@ func knobs() []stores.Knob {
 	}
 }
 
+// electionWindow is twice the election timeout: raft draws each
+// follower's from [timeout, 2 x timeout), and a heartbeat more for the
+// last one it missed.
+func electionWindow(c plan.ClusterSpec) time.Duration {
+	hb, el := timing(c)
+	return 2*el + hb
+}
+
+// timing is cluster c's heartbeat interval and election timeout, etcd's
+// defaults where it sets none.
+func timing(c plan.ClusterSpec) (heartbeat, election time.Duration) {
+	heartbeat, election = defaultHeartbeat, defaultElection
+	if k := c.Etcd; k != nil && k.HeartbeatInterval > 0 {
+		heartbeat = k.HeartbeatInterval.D()
+	}
+	if k := c.Etcd; k != nil && k.ElectionTimeout > 0 {
+		election = k.ElectionTimeout.D()
+	}
+	return heartbeat, election
+}
+
 // checkKnobs reports the timing etcd refuses to start with.
 func checkKnobs(c plan.ClusterSpec) []stores.KnobProblem {
 	k := c.Etcd

@@ -339,15 +339,7 @@ func (in *instance) Close() {}
 // heartbeat-interval in integer milliseconds; lease.LessorConfig takes
 // its math.Ceil in seconds).
 func minTTL(c plan.ClusterSpec) (time.Duration, string) {
-	hb, el := defaultHeartbeat, defaultElection
-	if c.Etcd != nil {
-		if c.Etcd.HeartbeatInterval > 0 {
-			hb = c.Etcd.HeartbeatInterval.D()
-		}
-		if c.Etcd.ElectionTimeout > 0 {
-			el = c.Etcd.ElectionTimeout.D()
-		}
-	}
+	hb, el := timing(c)
 	// The members are given both in whole milliseconds, rounded up (see
 	// millis), and etcd counts the election timeout in whole heartbeats.
 	hbMs, elMs := ceilMillis(hb), ceilMillis(el)

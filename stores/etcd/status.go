@@ -74,6 +74,9 @@ func (p *StatusPoller) poll(ctx context.Context, i int) stores.NodeStatus {
 	self := resp.Header.GetMemberId()
 	p.members.learn(self, ep.Node)
 	if resp.Leader == 0 {
+		// raft forgets the leader as it campaigns (pre-vote included)
+		// and as it votes in a newer term.
+		ns.Electing = true
 		return ns
 	}
 	ns.IsLeader = resp.Leader == self

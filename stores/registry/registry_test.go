@@ -87,3 +87,30 @@ func TestDriversComplete(t *testing.T) {
 		t.Error("Lookup of an unknown store succeeded")
 	}
 }
+
+// TestElectionWindow holds each store's election window to its followers'
+// longest randomised timeout, from its defaults and from its knobs.
+func TestElectionWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    plan.ClusterSpec
+		want time.Duration
+	}{
+		{"etcd defaults: 2 x 1 s and a 100 ms heartbeat", plan.ClusterSpec{Store: plan.StoreEtcd}, 2100 * time.Millisecond},
+		{"etcd tuned", plan.ClusterSpec{Store: plan.StoreEtcd, Etcd: &plan.EtcdKnobs{HeartbeatInterval: plan.Duration(500 * time.Millisecond), ElectionTimeout: plan.Duration(5 * time.Second)}}, 10500 * time.Millisecond},
+		{"consul defaults: raft_multiplier 5, 2 x 5 s", plan.ClusterSpec{Store: plan.StoreConsul}, 10 * time.Second},
+		{"consul raft_multiplier 1", plan.ClusterSpec{Store: plan.StoreConsul, Consul: &plan.ConsulKnobs{RaftMultiplier: 1}}, 2 * time.Second},
+		{"zookeeper defaults: (5 + 1) ticks of 2 s", plan.ClusterSpec{Store: plan.StoreZooKeeper}, 12 * time.Second},
+		{"zookeeper tuned", plan.ClusterSpec{Store: plan.StoreZooKeeper, ZooKeeper: &plan.ZooKeeperKnobs{TickTime: plan.Duration(200 * time.Millisecond), SyncLimit: 2}}, 600 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, ok := Lookup(tc.c.Store)
+			if !ok {
+				t.Fatalf("no driver %q", tc.c.Store)
+			}
+			if got := d.ElectionWindow(tc.c); got != tc.want {
+				t.Errorf("ElectionWindow = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

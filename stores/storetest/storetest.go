@@ -95,7 +95,8 @@ func CheckServed(t *testing.T, res stores.Result, eps []stores.Endpoint) {
 // PollNodeContract holds a poller's PollNode to what its Poll says of a
 // healthy cluster of nodes: each node asked alone answers, stamped with
 // the time of its answer, with the IsLeader and Term a poll of all of them
-// gives it; and a node asked with a canceled context fails.
+// gives it, and not Electing (it knows its leader); and a node asked with
+// a canceled context fails.
 func PollNodeContract(t *testing.T, ctx context.Context, p stores.Poller, nodes int) {
 	t.Helper()
 	// Polled until they agree: a busy machine can hold an election
@@ -116,6 +117,8 @@ func PollNodeContract(t *testing.T, ctx context.Context, p stores.Poller, nodes 
 				return fmt.Sprintf("n%d's answer stamped %v, before it was asked", i+1, s.At)
 			case s.IsLeader != all[i].IsLeader || s.Term != all[i].Term:
 				return fmt.Sprintf("n%d asked alone: %+v; in a poll of all: %+v", i+1, s, all[i])
+			case s.Electing || all[i].Electing:
+				return fmt.Sprintf("n%d says it knows no leader in a healthy cluster: alone %+v, in a poll of all %+v", i+1, s, all[i])
 			}
 		}
 		return ""

@@ -54,10 +54,11 @@ func Driver() stores.Driver {
 			// and header included; the server drops the connection beyond it.
 			return 1_000_000, "a request, path and value together, may not exceed jute.maxbuffer (1 MiB less one byte)"
 		},
-		Knobs:      knobs(),
-		NewKnobs:   newKnobs,
-		CheckKnobs: checkKnobs,
-		Ports:      []int{ClientPort, PeerPort, ElectionPort},
+		Knobs:          knobs(),
+		NewKnobs:       newKnobs,
+		CheckKnobs:     checkKnobs,
+		ElectionWindow: electionWindow,
+		Ports:          []int{ClientPort, PeerPort, ElectionPort},
 		Installed: func(version, _ string) (string, bool) {
 			inst, err := Find("", version)
 			return inst.ClassPath, err == nil

@@ -34,6 +34,20 @@ const (
 	defaultSyncLimit = 5
 )
 
+// electionWindow is sync_limit ticks and one more: a follower gives its
+// leader up after sync_limit ticks of silence, and the election takes
+// about a tick.
+func electionWindow(c plan.ClusterSpec) time.Duration {
+	tick, syncLimit := defaultTickTime, defaultSyncLimit
+	if k := c.ZooKeeper; k != nil && k.TickTime > 0 {
+		tick = k.TickTime.D()
+	}
+	if k := c.ZooKeeper; k != nil && k.SyncLimit > 0 {
+		syncLimit = k.SyncLimit
+	}
+	return time.Duration(syncLimit+1) * tick
+}
+
 // fourLetterWords are the commands a node answers: srvr for the status
 // poller, mntr for readiness, the rest for people debugging a run.
 const fourLetterWords = "srvr,mntr,ruok,stat,conf"

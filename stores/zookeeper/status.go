@@ -45,7 +45,7 @@ func NewStatusPoller(eps []stores.Endpoint) (*StatusPoller, error) {
 //     election it lags the new leader's until the first write: "same
 //     epoch" alone would leave a quiet ensemble leaderless.
 //   - A server without a quorum ("not currently serving requests") names
-//     no leader and has no error.
+//     no leader, is Electing, and has no error.
 //
 // Term is the epoch of the zxid the node reports (zxid >> 32). A node that
 // does not answer in time, or answers something unexpected, has Err set.
@@ -99,7 +99,12 @@ func assignLeaders(sts []stores.NodeStatus, reps []srvrReport) {
 	}
 	var leaders []leader
 	for i, r := range reps {
-		if sts[i].Err != nil || !r.serving {
+		if sts[i].Err != nil {
+			continue
+		}
+		if !r.serving {
+			// No quorum: the server is looking for a leader.
+			sts[i].Electing = true
 			continue
 		}
 		sts[i].Term = r.epoch()

@@ -110,7 +110,7 @@ func TestAssignLeaders(t *testing.T) {
 		},
 		{
 			"election", []srvrReport{idle, idle, idle}, nil,
-			[]stores.NodeStatus{{Node: 1}, {Node: 2}, {Node: 3}},
+			[]stores.NodeStatus{{Node: 1, Electing: true}, {Node: 2, Electing: true}, {Node: 3, Electing: true}},
 		},
 		{
 			"standalone", []srvrReport{{serving: true, mode: "standalone", zxid: 0x5}}, nil,

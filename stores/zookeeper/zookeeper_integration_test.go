@@ -262,8 +262,8 @@ func TestIntegration(t *testing.T) {
 		t.Errorf("range over the failover keys after the restart: %+v", res)
 	}
 
-	// Down to one node: no quorum. It stops serving, names no leader,
-	// and operations fail with a connection error or time out.
+	// Down to one node: no quorum. It stops serving, names no leader, is
+	// looking for one (Electing), and operations fail with a connection error or time out.
 	for _, n := range slices.Collect(maps.Keys(e.procs)) {
 		if n != old {
 			e.kill(n)
@@ -271,7 +271,7 @@ func TestIntegration(t *testing.T) {
 	}
 	storetest.WaitFor(t, ctx, 30*time.Second, "the survivor stops serving", func() string {
 		for _, s := range poller.Poll(ctx, time.Second) {
-			if s.Node == old && (s.Err != nil || s.Leader != 0 || s.IsLeader) {
+			if s.Node == old && (s.Err != nil || s.Leader != 0 || s.IsLeader || !s.Electing) {
 				return fmt.Sprintf("n%d: %+v", old, s)
 			}
 		}
