@@ -170,15 +170,11 @@ func holdFor(electionWindow time.Duration) time.Duration {
 	return min(max(faultPollFor, electionWindow+nodePollTimeout), maxFastPoll)
 }
 
-// hold keeps the poll fast for holdFor (faultPollFor if unset) from at,
-// within the stretch's maxFastPoll.
+// hold keeps the poll fast for holdFor from at, within the stretch's
+// maxFastPoll.
 func (f *fastPoll) hold(at time.Time) {
-	d := f.holdFor
-	if d == 0 {
-		d = faultPollFor
-	}
 	f.begin(at)
-	f.until = later(f.until, earlier(at.Add(d), f.since.Add(maxFastPoll)))
+	f.until = later(f.until, earlier(at.Add(f.holdFor), f.since.Add(maxFastPoll)))
 }
 
 func (f *fastPoll) seen(s leaderState) {

@@ -216,9 +216,9 @@ func TestFastPoll(t *testing.T) {
 		want  time.Duration
 	}
 	tests := []struct {
-		name    string
-		holdFor time.Duration // 0: faultPollFor
-		steps   []step
+		name   string
+		window time.Duration // the cluster's election window
+		steps  []step
 	}{
 		{"a steady leader is polled at the usual pace", 0, []step{
 			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
@@ -261,7 +261,7 @@ func TestFastPoll(t *testing.T) {
 			{state: leader(2900, 1, 2), ms: 2900, want: fastPollInterval},
 			{state: leader(3000, 1, 2), ms: 3000, want: pollInterval},
 		}},
-		{"a cut-off leader's successor, elected within the cluster's window after the fault", holdFor(4100 * time.Millisecond), []step{
+		{"a cut-off leader's successor, elected within the cluster's window after the fault", 4100 * time.Millisecond, []step{
 			{state: leader(0, 1, 2), ms: 0, want: pollInterval},
 			{fault: true, ms: 1000, want: fastPollInterval},
 			{state: leader(4000, 1, 2), ms: 4000, want: fastPollInterval}, // past faultPollFor
@@ -285,7 +285,7 @@ func TestFastPoll(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := fastPoll{holdFor: tc.holdFor}
+			f := fastPoll{holdFor: holdFor(tc.window)}
 			for k, s := range tc.steps {
 				if s.fault {
 					f.hold(at(s.ms))

@@ -263,7 +263,8 @@ func TestIntegration(t *testing.T) {
 	}
 
 	// Down to one node: no quorum. It stops serving, names no leader, is
-	// looking for one (Electing), and operations fail with a connection error or time out.
+	// looking for one (Electing), and operations fail with a connection
+	// error or time out.
 	for _, n := range slices.Collect(maps.Keys(e.procs)) {
 		if n != old {
 			e.kill(n)
