@@ -189,12 +189,7 @@ func TestDockerStores(t *testing.T) {
 		t.Run(sc.store, func(t *testing.T) {
 			t.Parallel() // see storeCases
 			needDocker(t, sc.store)
-			res := runScenarioWith(t, sc.cluster+writerWorkload(sc.store)+`
-phase "steady" {
-  duration = "4s"
-  load "writer" {}
-}
-
+			res := runScenarioWith(t, sc.cluster+writerWorkload(sc.store)+steadyTransfer(sc.store)+`
 phase "kill" {
   duration = "14s"
   load "writer" {}
@@ -213,6 +208,7 @@ phase "kill" {
 				t.Errorf("first write after %s ms, want within %.0f", fmtOpt(f.TimeToWriteMS), sc.writeGapBy)
 			}
 			t.Logf("%s leader kill in containers: new leader after %s ms, first write after %s ms", sc.store, fmtOpt(f.TimeToLeaderMS), fmtOpt(f.TimeToWriteMS))
+			checkSteadyTransfer(t, res, sc.store)
 			checkDockerRun(t, res)
 		})
 	}

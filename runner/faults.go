@@ -231,9 +231,10 @@ func occurrence(id string) int {
 }
 
 // view is what the runner knows of the cluster now: which nodes run, and
-// the leader. The leader watch's last state, at most pollInterval old (up
-// to nodePollTimeout while a node hangs, see leaderMerge), is used when it
-// names a running node, so that resolving costs no round trip
+// the leader. The leader by the watch's latest answers (at most
+// pollInterval old, and not held back by a node that hangs, see
+// leaderMerge.latest) is used when it names a running node, so that
+// resolving costs no round trip
 // and the fault lands on time; otherwise (no leader known, or it just went
 // down) every node is asked afresh.
 func (c *clusterRun) view(ctx context.Context) faults.View {
@@ -241,10 +242,7 @@ func (c *clusterRun) view(ctx context.Context) faults.View {
 	for i, n := range c.nodes {
 		v.Up[i] = n.Running()
 	}
-	c.mu.Lock()
-	cached := c.leader
-	c.mu.Unlock()
-	if cached > 0 && v.Up[cached-1] {
+	if cached := c.leaders.leader(); cached > 0 && v.Up[cached-1] {
 		v.Leader = cached
 		return v
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +274,31 @@ phase "all-paused" {
     duration = "1500ms"
   }
 }
+
+phase "handover" {
+  duration = "5s"
+  load "w" {}
+  fault "transfer_leader" {
+    name   = "to-1"
+    target = 1
+    at     = "500ms"
+  }
+  fault "pause" {
+    target   = 3
+    at       = "1500ms"
+    duration = "2500ms"
+  }
+  fault "transfer_leader" {
+    name   = "to-2"
+    target = 2
+    at     = "2500ms"
+  }
+  fault "kill" {
+    target        = "leader"
+    at            = "2650ms"
+    restart_after = "1s"
+  }
+}
 `)
 	p := phase(t, res, "pause")
 	f := failover(t, p, 1)[0]
@@ -306,6 +332,22 @@ phase "all-paused" {
 	t.Logf("all paused for 1.5 s: leader unknown %.0f ms, no leader %.0f ms, elections %d", all.LeaderUnknownMS, all.NoLeaderMS, all.Elections)
 	if all.LeaderUnknownMS < 1300 || all.LeaderUnknownMS > 2000 {
 		t.Errorf("leader unknown for %.0f ms while every member was paused for 1500 ms, want 1300-2000", all.LeaderUnknownMS)
+	}
+
+	// A paused member's status question hangs until its timeout (500 ms),
+	// and the leader timeline's states wait for it. A kill of the leader
+	// 150 ms after a transfer went by the states, and so killed the leader
+	// before the transfer whenever the paused member's question had not
+	// timed out since: it must go by the members' latest answers.
+	byID := map[string]results.Failover{}
+	for _, f := range failover(t, phase(t, res, "handover"), 4) {
+		byID[f.FaultID] = f
+	}
+	to2, kill := byID["handover/to-2"], byID["handover/kill"]
+	if !slices.Equal(to2.Targets, []string{"n2"}) || !slices.Equal(kill.Targets, []string{"n2"}) {
+		t.Errorf("leadership handed to %v while n3 was paused, then the leader killed 150 ms later was %v, want n2", to2.Targets, kill.Targets)
+	} else {
+		t.Logf("leadership handed to n2 in %s ms while n3 was paused, then the leader killed 150 ms later was n2", fmtOpt(to2.TimeToLeaderMS))
 	}
 }
 

@@ -136,12 +136,7 @@ func TestKubeStores(t *testing.T) {
 			if workload == writerWorkload(sc.store) {
 				t.Fatal("the writer workload changed: no place for workers")
 			}
-			res := runScenarioWith(t, sc.cluster+workload+`
-phase "steady" {
-  duration = "4s"
-  load "writer" {}
-}
-
+			res := runScenarioWith(t, sc.cluster+workload+steadyTransfer(sc.store)+`
 phase "kill" {
   duration = "14s"
   load "writer" {}
@@ -172,6 +167,7 @@ phase "partition" {
   }
 }
 `, opts)
+			checkSteadyTransfer(t, res, sc.store)
 			f := failover(t, phase(t, res, "kill"), 1)[0]
 			if f.TimeToLeaderMS == nil || *f.TimeToLeaderMS > sc.leaderBy {
 				t.Errorf("new leader after %s ms, want within %.0f; the observer saw %s", fmtOpt(f.TimeToLeaderMS), sc.leaderBy, leadersAround(res, f))

@@ -138,6 +138,17 @@ func (w *leaderWatch) faultActs() {
 	}
 }
 
+// leader is the leader now by every node's latest answer (leaderMerge.latest),
+// 0 if none is known.
+func (w *leaderWatch) leader() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.merge == nil {
+		return 0
+	}
+	return w.merge.latest()
+}
+
 // fastPoll decides when the nodes are asked every fastPollInterval: a
 // stretch begins at a fault, at a state without a leader, or at a state
 // where a node began to say it knows no leader while another leads (an
@@ -355,6 +366,15 @@ func (m *leaderMerge) stateAt(t time.Time) (leaderState, bool) {
 		}
 		said[i] = &asks[last]
 	}
+	s.leader, s.term = m.pick(said)
+	return s, s.leader != 0 || !unknown
+}
+
+// pick is the leader (1-based, 0 for none) and its term among said, each
+// node's answer in force, nil for a node down or not heard from: of two
+// that say they lead, the higher term, then the one more nodes name, then
+// the one that led before (see stateAt).
+func (m *leaderMerge) pick(said []*pollAsk) (leader int, term uint64) {
 	named := func(node int) int {
 		n := 0
 		for _, a := range said {
@@ -365,19 +385,42 @@ func (m *leaderMerge) stateAt(t time.Time) (leaderState, bool) {
 		return n
 	}
 	for i, a := range said {
-		if a == nil || !a.leads || a.term < s.term {
+		if a == nil || !a.leads || a.term < term {
 			continue
 		}
-		if a.term == s.term && s.leader != 0 {
+		if a.term == term && leader != 0 {
 			// A tie: keep the one chosen if more nodes name it,
 			// or as many and it led before.
-			if n, k := named(i+1), named(s.leader); n < k || (n == k && s.leader == m.prev) {
+			if n, k := named(i+1), named(leader); n < k || (n == k && leader == m.prev) {
 				continue
 			}
 		}
-		s.leader, s.term = i+1, a.term
+		leader, term = i+1, a.term
 	}
-	return s, s.leader != 0 || !unknown
+	return leader, term
+}
+
+// latest is the leader (1-based, 0 for none) by each node's latest answer,
+// whatever questions are still open: a node whose last question failed
+// counts as down, one that hangs by what it said before. It runs ahead of
+// states, which wait for a hung node's question to time out (up to
+// nodePollTimeout), and is what a fault that needs the leader now goes by:
+// a leader handed over while a follower was paused was still the old one
+// in the states when a kill of the leader fired 150 ms later.
+func (m *leaderMerge) latest() int {
+	said := make([]*pollAsk, len(m.asks))
+	for i, asks := range m.asks {
+		for j := len(asks) - 1; j >= 0; j-- {
+			if asks[j].done {
+				if asks[j].ok {
+					said[i] = &asks[j]
+				}
+				break
+			}
+		}
+	}
+	leader, _ := m.pick(said)
+	return leader
 }
 
 // at returns the indexes of node i's question that covered t and of its

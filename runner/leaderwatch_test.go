@@ -24,6 +24,9 @@ type pollStep struct {
 	names    int // the leader the node names
 	term     uint64
 	expect   []string // the states the step lets out, as stateString has them
+	// latest is the leader leaderMerge.latest gives after the step, -1
+	// for none; 0 leaves it unchecked.
+	latest int
 }
 
 func stateString(s leaderState, base time.Time) string {
@@ -57,11 +60,28 @@ func TestLeaderMerge(t *testing.T) {
 			{node: 3, ask: true, ms: 100},
 			{node: 2, ms: 101, term: 2},
 			{node: 3, ms: 102, term: 2},
-			{node: 2, ask: true, ms: 110},
-			{node: 2, ms: 111, leads: true, term: 3},
+			{node: 2, ask: true, ms: 110, latest: 1},
+			// Held back from the states, but the latest answers have it.
+			{node: 2, ms: 111, leads: true, term: 3, latest: 2},
 			// n1's question at 100 fails after its timeout, which lets
 			// out every state held behind it.
-			{node: 1, ms: 600, fail: true, expect: []string{"100:none", "101:none", "102:none", "111:n2/3"}},
+			{node: 1, ms: 600, fail: true, expect: []string{"100:none", "101:none", "102:none", "111:n2/3"}, latest: 2},
+		}},
+		{"a leader handed over while a follower hangs is the latest at once, and in the states after the follower's timeout", []pollStep{
+			{node: 1, ms: 1, leads: true, term: 2, names: 1},
+			{node: 2, ms: 1, term: 2, names: 1},
+			{node: 3, ms: 2, term: 2, names: 1, expect: []string{"1:n1/2", "1:n1/2", "2:n1/2"}, latest: 1},
+			{node: 1, ask: true, ms: 100},
+			{node: 2, ask: true, ms: 100},
+			{node: 3, ask: true, ms: 100},
+			{node: 1, ms: 101, leads: true, term: 2, names: 1},
+			{node: 2, ms: 102, term: 2, names: 1, latest: 1},
+			{node: 1, ask: true, ms: 110},
+			{node: 2, ask: true, ms: 110},
+			// The transfer: n2 leads, n1 names it.
+			{node: 2, ms: 111, leads: true, term: 3, names: 2, latest: 2},
+			{node: 1, ms: 112, term: 3, names: 2, latest: 2},
+			{node: 3, ms: 600, fail: true, expect: []string{"100:n1/2", "101:n1/2", "102:n1/2", "111:n2/3", "112:n2/3"}, latest: 2},
 		}},
 		{"a slow leader stays leader while its answer is on its way", []pollStep{
 			{node: 1, ms: 1, leads: true, term: 2},
@@ -84,7 +104,7 @@ func TestLeaderMerge(t *testing.T) {
 		{"no node answering is unanswered from the question", []pollStep{
 			{node: 1, ms: 500, fail: true},
 			{node: 2, ms: 500, fail: true},
-			{node: 3, ms: 501, fail: true, expect: []string{"0:unanswered", "0:unanswered", "0:unanswered"}},
+			{node: 3, ms: 501, fail: true, expect: []string{"0:unanswered", "0:unanswered", "0:unanswered"}, latest: -1},
 			{node: 1, ask: true, ms: 501},
 			{node: 1, ms: 502, leads: true, term: 4, expect: []string{"502:n1/4"}},
 		}},
@@ -124,7 +144,7 @@ func TestLeaderMerge(t *testing.T) {
 			// term 5 but says the term of its last applied entry.
 			{node: 1, ms: 101, leads: true, term: 4, names: 1},
 			{node: 2, ms: 102, leads: true, term: 4, names: 2},
-			{node: 3, ms: 103, term: 4, names: 2, expect: []string{"101:n1/4", "102:n1/4", "103:n2/4"}},
+			{node: 3, ms: 103, term: 4, names: 2, expect: []string{"101:n1/4", "102:n1/4", "103:n2/4"}, latest: 2},
 			{node: 3, ask: true, ms: 110},
 			// n3 names nobody: as many name each, and n2 led before.
 			{node: 3, ms: 111, term: 4, expect: []string{"111:n2/4"}},
@@ -155,9 +175,15 @@ func TestLeaderMerge(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newLeaderMerge(3, base)
+			checkLatest := func(k int, st pollStep) {
+				if want := max(st.latest, 0); st.latest != 0 && m.latest() != want {
+					t.Errorf("step %d (n%d at %d ms): latest n%d, want n%d", k, st.node, st.ms, m.latest(), want)
+				}
+			}
 			for k, st := range tc.steps {
 				if st.ask {
 					m.ask(st.node-1, ms(st.ms))
+					checkLatest(k, st)
 					continue
 				}
 				ns := stores.NodeStatus{Node: st.node, IsLeader: st.leads, Electing: st.electing, Leader: st.names, Term: st.term, At: ms(st.ms)}
@@ -172,6 +198,7 @@ func TestLeaderMerge(t *testing.T) {
 				if !slices.Equal(got, st.expect) {
 					t.Errorf("step %d (n%d at %d ms): states %q, want %q", k, st.node, st.ms, got, st.expect)
 				}
+				checkLatest(k, st)
 			}
 		})
 	}

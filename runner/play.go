@@ -379,9 +379,6 @@ func (c *clusterRun) observeLeader(s leaderState) {
 			c.coll.ObserveLeader(at, s.leader, s.term)
 		}
 	}
-	c.mu.Lock()
-	c.leader = s.leader
-	c.mu.Unlock()
 }
 
 // watchNodes keeps the resource sampler pointed at each node's current

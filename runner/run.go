@@ -251,10 +251,9 @@ type clusterRun struct {
 	faults   *faultDriver
 	rec      *checker.Recorder
 
-	mu     sync.Mutex
-	notes  map[string]string
-	leader int               // the last leader polled, 0 if none
-	downs  map[int]downCount // node -> the faults that took it down on purpose
+	mu    sync.Mutex
+	notes map[string]string
+	downs map[int]downCount // node -> the faults that took it down on purpose
 }
 
 // downCount is how many faults hold a node down on purpose, and how often

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -17,10 +19,14 @@ import (
 // member it took for the leader no longer leads by the time it is asked.
 const transferAttempts = 3
 
+// transferStatusTimeout bounds the target's answer to the status question
+// before a transfer: a member that takes longer is in no state to lead.
+const transferStatusTimeout = 5 * time.Second
+
 // TransferLeader hands the leadership to node to with etcd's MoveLeader,
-// what `etcdctl move-leader` sends. Only the leader serves it, so every
-// member is asked for its status first: for the leader, and for the member
-// ID of node to. MoveLeader returns once to leads, or fails when etcd gives
+// what `etcdctl move-leader` sends. Only the leader serves it, so node to
+// is asked for its status first: for its member ID and the leader it
+// follows. MoveLeader returns once to leads, or fails when etcd gives
 // the transfer up (after an election timeout) or ctx ends. moved is false
 // when to led already.
 func TransferLeader(ctx context.Context, eps []stores.Endpoint, to int) (moved bool, err error) {
@@ -47,27 +53,34 @@ func TransferLeader(ctx context.Context, eps []stores.Endpoint, to int) (moved b
 	}
 }
 
-// transferEnds polls every member and returns the member ID of node to and
-// the index of the leader's endpoint, -1 when to leads already. The poll
-// learns each answering member's ID.
+// transferEnds asks node to alone for its status and returns its member
+// ID and the index of the endpoint of the leader it names, -1 when to
+// leads already. Asking every member waited for one that was paused until
+// the transfer's deadline; the target's view of the leader is enough, since
+// a leader that has moved on answers ErrNotLeader and is asked again.
 func (p *StatusPoller) transferEnds(ctx context.Context, to int) (target uint64, leader int, err error) {
-	leader = -1
-	for i, s := range p.Poll(ctx, 0) {
-		switch {
-		case s.Node == to && s.Err != nil:
-			return 0, 0, fmt.Errorf("%s, to lead, did not answer: %w", plan.NodeName(to), s.Err)
-		case s.Err == nil && s.IsLeader:
-			leader = i
-		}
+	ti := slices.IndexFunc(p.eps, func(ep stores.Endpoint) bool { return ep.Node == to })
+	if ti < 0 {
+		return 0, 0, fmt.Errorf("%s is not among the endpoints", plan.NodeName(to))
+	}
+	sctx, cancel := context.WithTimeout(ctx, transferStatusTimeout)
+	s := p.PollNode(sctx, ti)
+	cancel()
+	if s.Err != nil {
+		return 0, 0, fmt.Errorf("%s, to lead, did not answer: %w", plan.NodeName(to), s.Err)
 	}
 	target, ok := p.members.id(to)
 	switch {
 	case !ok:
-		return 0, 0, fmt.Errorf("%s is not among the endpoints", plan.NodeName(to))
-	case leader < 0:
-		return 0, 0, errors.New("no member says it leads")
-	case p.eps[leader].Node == to:
+		return 0, 0, fmt.Errorf("%s answered without its member ID", plan.NodeName(to))
+	case s.IsLeader:
 		return target, -1, nil
+	case s.Leader == 0:
+		return 0, 0, fmt.Errorf("%s knows no leader to hand over from", plan.NodeName(to))
+	}
+	leader = slices.IndexFunc(p.eps, func(ep stores.Endpoint) bool { return ep.Node == s.Leader })
+	if leader < 0 {
+		return 0, 0, fmt.Errorf("%s names %s the leader, which is not among the endpoints", plan.NodeName(to), plan.NodeName(s.Leader))
 	}
 	return target, leader, nil
 }
