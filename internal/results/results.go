@@ -416,15 +416,19 @@ type Failover struct {
 	TimeToLeaderMS *float64 `json:"time_to_leader_ms"`
 	// TimeToWriteMS is the time from AppliedMS to the completion of the
 	// first successful write sent after it (writes in flight at the fault
-	// that complete just after it say nothing of recovery); null if none.
+	// that complete just after it say nothing of recovery), or for a
+	// transfer that moved the leader to the end of Unavailable (it takes
+	// effect some way into the request); null if none.
 	TimeToWriteMS *float64 `json:"time_to_write_ms"`
 	// LagMS is AppliedMS - PlannedMS: how late the fault took effect
 	// (target resolution, signals, a graceful stop's wait); null if it
 	// never did.
 	LagMS *float64 `json:"lag_ms"`
-	// Unavailable is the stretch without a successful write around the
-	// fault: from the last write completed before AppliedMS to the first
-	// completed after it; null when no write completed after the fault.
+	// Unavailable is the longest stretch without a successful write around
+	// the fault: between the last write completed before AppliedMS and the
+	// first sent after it (for a transfer that moved the leader, the first
+	// completed after the new leader was seen); null when no write
+	// completed after the fault.
 	Unavailable *Window `json:"unavailable"`
 	// Served says, for a fault that kept its targets from answering
 	// clients until it was undone (kill, stop, restart, pause, a partition

@@ -420,6 +420,15 @@ func (c *Collector) LastWriteBefore(t time.Duration) (at time.Duration, ok bool)
 	return c.writes.log.lastBefore(t)
 }
 
+// FirstWriteFrom returns when the first successful write completed at or
+// after t; ok is false when none did.
+func (c *Collector) FirstWriteFrom(t time.Duration) (at time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.merge()
+	return c.writes.log.firstFrom(t)
+}
+
 // Watch finds the first successful operations of a kind sent at or after
 // an instant: the first write the cluster accepted from clients that asked
 // after a fault took effect (a write already in flight at the fault may

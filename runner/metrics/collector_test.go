@@ -304,6 +304,17 @@ func TestGapCacheExact(t *testing.T) {
 			if ok != found || got != want {
 				t.Fatalf("LastWriteBefore(%v) = %v, %v; want %v, %v", at, got, ok, want, found)
 			}
+			got, ok = c.FirstWriteFrom(at)
+			want, found = 0, false
+			for _, e := range sortedCopy(ends) {
+				if e >= at {
+					want, found = e, true
+					break
+				}
+			}
+			if ok != found || got != want {
+				t.Fatalf("FirstWriteFrom(%v) = %v, %v; want %v, %v", at, got, ok, want, found)
+			}
 		}
 	}
 }
@@ -345,6 +356,12 @@ func TestFailoverWrites(t *testing.T) {
 	}
 	if _, ok := c.LastWriteBefore(time.Second); ok {
 		t.Error("LastWriteBefore(1s) found a write")
+	}
+	if at, ok := c.FirstWriteFrom(3*s + 2*ms); !ok || at != 3*s+2*ms {
+		t.Errorf("FirstWriteFrom(3.002s) = %v, %v; want 3.002s", at, ok)
+	}
+	if _, ok := c.FirstWriteFrom(5*s + 11*ms); ok {
+		t.Error("FirstWriteFrom(5.011s) found a write")
 	}
 	start, end := c.LongestWriteGap(last, first)
 	if start != 3*s+5*ms || end != 5*s {

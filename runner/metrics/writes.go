@@ -139,6 +139,18 @@ func (w *writeLog) lastBefore(t time.Duration) (time.Duration, bool) {
 	return 0, false
 }
 
+// firstFrom returns the earliest write at or after t.
+func (w *writeLog) firstFrom(t time.Duration) (time.Duration, bool) {
+	var buf []time.Duration
+	for k := max(secondOf(t), 0); k < len(w.chunks); k++ {
+		buf, _ = w.times(k, buf)
+		if i, _ := slices.BinarySearch(buf, t); i < len(buf) {
+			return buf[i], true
+		}
+	}
+	return 0, false
+}
+
 // longestGap returns the longest stretch between successive writes in
 // [from, to], from and to counting as writes.
 func (w *writeLog) longestGap(from, to time.Duration) (start, end time.Duration) {
