@@ -6,12 +6,19 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/coordlab/scenario/plan"
 	"github.com/coordlab/scenario/stores"
 )
+
+// transferConfigTimeout bounds the target's answer with the raft
+// configuration before a transfer: a server that takes longer (paused, cut
+// off) is in no state to lead, and the transfer fails then rather than at
+// its caller's deadline.
+const transferConfigTimeout = 5 * time.Second
 
 // TransferLeader hands the leadership to node to with Consul's
 // transfer-leader operator endpoint (raft's leadership transfer), what
@@ -35,8 +42,9 @@ func TransferLeader(ctx context.Context, eps []stores.Endpoint, to int) (moved b
 	if err != nil {
 		return false, err
 	}
-	q := (&api.QueryOptions{}).WithContext(ctx)
-	cfg, err := cli.Operator().RaftGetConfiguration(q)
+	cctx, cancel := context.WithTimeout(ctx, transferConfigTimeout)
+	cfg, err := cli.Operator().RaftGetConfiguration((&api.QueryOptions{}).WithContext(cctx))
+	cancel()
 	if err != nil {
 		return false, fmt.Errorf("raft configuration from %s: %w", plan.NodeName(to), err)
 	}
@@ -48,7 +56,7 @@ func TransferLeader(ctx context.Context, eps []stores.Endpoint, to int) (moved b
 		if s.Leader {
 			return false, nil
 		}
-		out, err := cli.Operator().RaftLeaderTransfer(s.ID, q)
+		out, err := cli.Operator().RaftLeaderTransfer(s.ID, (&api.QueryOptions{}).WithContext(ctx))
 		if err == nil && !out.Success {
 			err = errors.New("the leader refused")
 		}

@@ -52,3 +52,42 @@ func TransferContract(t *testing.T, ctx context.Context, drv stores.Driver, eps 
 	}
 	return to, term
 }
+
+// TransferToPausedContract asks for the leadership of a healthy cluster led
+// by node leader to be handed to a node that is paused: pause(n, true)
+// stops node n's process (SIGSTOP) and pause(n, false) resumes it. The
+// transfer must fail, and within 10 s: a driver that waited for the paused
+// node's answer until its caller's deadline (30 s in the runner) held the
+// fault that long. Once the node is resumed, every node must name leader.
+func TransferToPausedContract(t *testing.T, ctx context.Context, drv stores.Driver, eps []stores.Endpoint, leader int, pause func(n int, stop bool)) {
+	t.Helper()
+	to := leader%len(eps) + 1
+	pause(to, true)
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	moved, err := drv.TransferLeader(tctx, eps, to)
+	cancel()
+	took := time.Since(start)
+	pause(to, false)
+	switch {
+	case err == nil:
+		t.Errorf("TransferLeader to n%d, paused: moved %t and no error, want an error", to, moved)
+	case took > 10*time.Second:
+		t.Errorf("TransferLeader to n%d, paused: failed after %v, want within 10 s: %v", to, took.Round(time.Millisecond), err)
+	default:
+		t.Logf("TransferLeader to n%d, paused: failed after %v: %v", to, took.Round(time.Millisecond), err)
+	}
+	poller, err := drv.NewPoller(eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer poller.Close()
+	WaitFor(t, ctx, 30*time.Second, fmt.Sprintf("every node names n%d again", leader), func() string {
+		for _, s := range poller.Poll(ctx, 2*time.Second) {
+			if s.Err != nil || s.Leader != leader {
+				return fmt.Sprintf("status of n%d: %+v", s.Node, s)
+			}
+		}
+		return ""
+	})
+}
