@@ -351,7 +351,7 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 		to := first
 		if kind.MovesLeader && !o.unchanged && elected {
 			// A transfer takes effect some way into the request: Consul's
-			// leader went on committing writes for 15-20 ms after it was
+			// leader went on committing writes for 10-40 ms after it was
 			// asked, and the stretch its handover cost came after them.
 			// So the outage is looked for up to the first write since
 			// the new leader was seen, and recovery is its end.

@@ -13,7 +13,7 @@ import (
 // leaves the old leader out; a transfer to the node that led already kept
 // its leader, whatever a later fault elects. Its outage is the stretch
 // without writes the handover cost, which may begin some way into the
-// request (Consul's leader committed writes for 15-20 ms after it), and
+// request (Consul's leader committed writes for 10-40 ms after it), and
 // recovery is that stretch's end.
 func TestTransferMeasured(t *testing.T) {
 	const ms = time.Millisecond
