@@ -114,19 +114,6 @@ func (c *testCluster) start(n int) {
 	c.logs[n] = logPath
 }
 
-// pause stops (SIGSTOP) or resumes (SIGCONT) node n's process.
-func (c *testCluster) pause(n int, stop bool) {
-	sig := syscall.SIGCONT
-	if stop {
-		sig = syscall.SIGSTOP
-	}
-	if cmd, ok := c.procs[n]; !ok {
-		c.t.Errorf("pause %s: not running", plan.NodeName(n))
-	} else if err := cmd.Process.Signal(sig); err != nil {
-		c.t.Errorf("signal %s: %v", plan.NodeName(n), err)
-	}
-}
-
 // kill SIGKILLs node n and reaps it.
 func (c *testCluster) kill(n int) {
 	cmd, ok := c.procs[n]
@@ -198,7 +185,7 @@ func TestIntegration(t *testing.T) {
 		old, oldTerm = storetest.TransferContract(t, ctx, Driver(), c.eps, old, oldTerm)
 	})
 	t.Run("transfer to a paused node", func(t *testing.T) {
-		storetest.TransferToPausedContract(t, ctx, Driver(), c.eps, old, c.pause)
+		storetest.TransferToPausedContract(t, ctx, Driver(), c.eps, old, storetest.Pauser(t, c.procs))
 	})
 
 	// Probes that run through the outage: writes and the three read modes,

@@ -91,19 +91,6 @@ func startCluster(t *testing.T, bin string, spec plan.ClusterSpec) *testCluster 
 	return c
 }
 
-// pause stops (SIGSTOP) or resumes (SIGCONT) node n's process.
-func (c *testCluster) pause(n int, stop bool) {
-	sig := syscall.SIGCONT
-	if stop {
-		sig = syscall.SIGSTOP
-	}
-	if cmd, ok := c.procs[n]; !ok {
-		c.t.Errorf("pause %s: not running", plan.NodeName(n))
-	} else if err := cmd.Process.Signal(sig); err != nil {
-		c.t.Errorf("signal %s: %v", plan.NodeName(n), err)
-	}
-}
-
 // kill SIGKILLs node n and reaps it.
 func (c *testCluster) kill(n int) {
 	cmd, ok := c.procs[n]
@@ -183,7 +170,7 @@ func TestIntegration(t *testing.T) {
 		old, _ = storetest.TransferContract(t, ctx, Driver(), c.eps, old, 0)
 	})
 	t.Run("transfer to a paused node", func(t *testing.T) {
-		storetest.TransferToPausedContract(t, ctx, Driver(), c.eps, old, c.pause)
+		storetest.TransferToPausedContract(t, ctx, Driver(), c.eps, old, storetest.Pauser(t, c.procs))
 	})
 
 	// A client made before the kill, with a timeout well below the
