@@ -352,9 +352,8 @@ func (m *leaderMerge) open(t time.Time) bool {
 func (m *leaderMerge) stateAt(t time.Time) (leaderState, bool) {
 	s := leaderState{at: t, unanswered: true}
 	unknown := false
-	var said []*pollAsk // each node's answer in force at t, nil for none
+	said := make([]*pollAsk, len(m.asks)) // each node's answer in force at t, nil for none
 	for i, asks := range m.asks {
-		said = append(said, nil)
 		covered, last := m.at(i, t)
 		if covered < 0 || !asks[covered].ok {
 			continue
