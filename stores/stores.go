@@ -7,6 +7,7 @@ package stores
 import (
 	"context"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/coordlab/scenario/plan"
@@ -84,6 +85,12 @@ type Endpoint struct {
 	// from the runner's own network (it lives in a network namespace);
 	// nil dials directly.
 	Dial DialFunc
+}
+
+// EndpointIndex is the index in eps of node's endpoint, -1 when it has
+// none.
+func EndpointIndex(eps []Endpoint, node int) int {
+	return slices.IndexFunc(eps, func(ep Endpoint) bool { return ep.Node == node })
 }
 
 // DialFunc opens a TCP connection to addr (host:port), for example from

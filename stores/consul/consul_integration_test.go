@@ -115,17 +115,7 @@ func (c *testCluster) start(n int) {
 }
 
 // kill SIGKILLs node n and reaps it.
-func (c *testCluster) kill(n int) {
-	cmd, ok := c.procs[n]
-	if !ok {
-		return
-	}
-	delete(c.procs, n)
-	if err := cmd.Process.Kill(); err != nil {
-		c.t.Errorf("kill %s: %v", plan.NodeName(n), err)
-	}
-	_ = cmd.Wait() // "signal: killed" is the expected outcome
-}
+func (c *testCluster) kill(n int) { storetest.Kill(c.t, c.procs, n) }
 
 func TestIntegration(t *testing.T) {
 	if testing.Short() {

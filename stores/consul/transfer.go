@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -27,7 +26,7 @@ const transferConfigTimeout = 5 * time.Second
 // address. The endpoint returns once the transfer is done. moved is false
 // when to led already.
 func TransferLeader(ctx context.Context, eps []stores.Endpoint, to int) (moved bool, err error) {
-	i := slices.IndexFunc(eps, func(ep stores.Endpoint) bool { return ep.Node == to })
+	i := stores.EndpointIndex(eps, to)
 	if i < 0 {
 		return false, fmt.Errorf("%s is not among the endpoints", plan.NodeName(to))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -59,7 +58,7 @@ func TransferLeader(ctx context.Context, eps []stores.Endpoint, to int) (moved b
 // the transfer's deadline; the target's view of the leader is enough, since
 // a leader that has moved on answers ErrNotLeader and is asked again.
 func (p *StatusPoller) transferEnds(ctx context.Context, to int) (target uint64, leader int, err error) {
-	ti := slices.IndexFunc(p.eps, func(ep stores.Endpoint) bool { return ep.Node == to })
+	ti := stores.EndpointIndex(p.eps, to)
 	if ti < 0 {
 		return 0, 0, fmt.Errorf("%s is not among the endpoints", plan.NodeName(to))
 	}
@@ -78,7 +77,7 @@ func (p *StatusPoller) transferEnds(ctx context.Context, to int) (target uint64,
 	case s.Leader == 0:
 		return 0, 0, fmt.Errorf("%s knows no leader to hand over from", plan.NodeName(to))
 	}
-	leader = slices.IndexFunc(p.eps, func(ep stores.Endpoint) bool { return ep.Node == s.Leader })
+	leader = stores.EndpointIndex(p.eps, s.Leader)
 	if leader < 0 {
 		return 0, 0, fmt.Errorf("%s names %s the leader, which is not among the endpoints", plan.NodeName(to), plan.NodeName(s.Leader))
 	}

@@ -43,12 +43,7 @@ func NewScraper(store, path, addr string, eps []stores.Endpoint, ms []Metric, tr
 // Scrape reads node's (1-based) metrics. It is bounded by ctx, or by
 // Timeout when ctx has no deadline. At is when the answer was read.
 func (s *Scraper) Scrape(ctx context.Context, node int) (stores.MetricSnapshot, error) {
-	i := -1
-	for j, ep := range s.eps {
-		if ep.Node == node {
-			i = j
-		}
-	}
+	i := stores.EndpointIndex(s.eps, node)
 	if i < 0 {
 		return stores.MetricSnapshot{}, fmt.Errorf("%s metrics: no endpoint of node %d", s.store, node)
 	}

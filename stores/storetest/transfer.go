@@ -3,9 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,20 +90,4 @@ func TransferToPausedContract(t *testing.T, ctx context.Context, drv stores.Driv
 		}
 		return ""
 	})
-}
-
-// Pauser is TransferToPausedContract's pause for a test cluster whose live
-// processes are procs, by node: it stops (SIGSTOP) or resumes (SIGCONT) one.
-func Pauser(t *testing.T, procs map[int]*exec.Cmd) func(n int, stop bool) {
-	return func(n int, stop bool) {
-		sig := syscall.SIGCONT
-		if stop {
-			sig = syscall.SIGSTOP
-		}
-		if cmd, ok := procs[n]; !ok {
-			t.Errorf("pause n%d: not running", n)
-		} else if err := cmd.Process.Signal(sig); err != nil {
-			t.Errorf("signal n%d: %v", n, err)
-		}
-	}
 }

@@ -98,12 +98,7 @@ func NewMetricScraper(eps []stores.Endpoint) (*MetricScraper, error) {
 // mntr only that it is not serving: that is an error. At is when the
 // answer was read.
 func (s *MetricScraper) Scrape(ctx context.Context, node int) (stores.MetricSnapshot, error) {
-	i := -1
-	for j, ep := range s.eps {
-		if ep.Node == node {
-			i = j
-		}
-	}
+	i := stores.EndpointIndex(s.eps, node)
 	if i < 0 {
 		return stores.MetricSnapshot{}, fmt.Errorf("zookeeper metrics: no endpoint of node %d", node)
 	}
