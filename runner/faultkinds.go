@@ -17,6 +17,9 @@ type injection struct {
 	active  *faults.Active
 	// unchanged: there was nothing to do (a transfer to the leader).
 	unchanged bool
+	// done is when a transfer's request returned, which the stores do
+	// once the leadership has moved; zero for other kinds.
+	done time.Time
 }
 
 // injector is how the runner injects one kind of fault (plan.FaultKinds
@@ -87,15 +90,16 @@ func (d *faultDriver) transferLeader(ctx context.Context, targets []int) (inject
 	defer cancel()
 	asked := time.Now()
 	moved, err := c.drv.TransferLeader(ctx, c.eps, to)
+	done := time.Now()
 	if err != nil {
 		return injection{}, fmt.Errorf("transfer the leadership to %s: %w", plan.NodeName(to), err)
 	}
 	if moved {
-		c.log.Info("leadership transferred", "to", plan.NodeName(to), "took", time.Since(asked).Round(time.Millisecond))
+		c.log.Info("leadership transferred", "to", plan.NodeName(to), "took", done.Sub(asked).Round(time.Millisecond))
 	} else {
 		c.log.Info("nothing to transfer: the target leads already", "to", plan.NodeName(to))
 	}
-	return injection{applied: asked, undo: func(context.Context) error { return nil }, unchanged: !moved}, nil
+	return injection{applied: asked, undo: func(context.Context) error { return nil }, unchanged: !moved, done: done}, nil
 }
 
 // faultKind is what the plan says of kind; the language accepts only known

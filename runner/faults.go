@@ -59,7 +59,8 @@ type faultOcc struct {
 	active    *faults.Active // node and disk faults
 	applied   time.Time      // zero if the fault never took effect
 	undo      func(context.Context) error
-	unchanged bool // the fault found nothing to do
+	unchanged bool      // the fault found nothing to do
+	done      time.Time // a transfer's request returned (see injection)
 	recovered time.Time
 	err       error
 }
@@ -141,7 +142,7 @@ func (d *faultDriver) play(o *faultOcc) {
 	d.c.leaders.faultActs()
 	var in injection
 	if in, o.err = injectors()[o.spec.Kind].inject(d, d.ctx, o.spec, o.targets); o.err == nil {
-		o.applied, o.undo, o.active, o.unchanged = in.applied, in.undo, in.active, in.unchanged
+		o.applied, o.undo, o.active, o.unchanged, o.done = in.applied, in.undo, in.active, in.unchanged, in.done
 		log.Info("fault injected", "nodes", o.targets)
 	}
 	if o.err != nil {
@@ -349,13 +350,22 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 			last = applied
 		}
 		to := first
-		if kind.MovesLeader && !o.unchanged && elected {
+		if kind.MovesLeader && !o.unchanged {
 			// A transfer takes effect some way into the request: Consul's
 			// leader went on committing writes for 10-40 ms after it was
 			// asked, and the stretch its handover cost came after them.
 			// So the outage is looked for up to the first write since
-			// the new leader was seen, and recovery is its end.
-			if w, ok := c.coll.FirstWriteFrom(applied + dl); ok {
+			// the new leader was seen, and recovery is its end. A new
+			// leader never seen (killed at once, or the run ended) leaves
+			// the request's return, by when the stores have handed over.
+			var over time.Duration
+			switch {
+			case elected:
+				over = applied + dl
+			case !o.done.IsZero():
+				over = o.done.Sub(c.x.base)
+			}
+			if w, ok := c.coll.FirstWriteFrom(over); over > 0 && ok {
 				to = max(to, w)
 			}
 		}

@@ -27,16 +27,20 @@ func TestTransferMeasured(t *testing.T) {
 		leaders   []seen // the leader timeline; the transfer is asked at 1 s
 		writes    []window
 		target    int
-		unchanged bool // the store found the target leading
-		want      float64
+		unchanged bool          // the store found the target leading
+		done      time.Duration // when the request returned
+		want      float64       // -1: no new leader seen
 		// The first write after the outage, and the outage, in ms.
 		wantWrite, wantFrom, wantTo float64
 	}{
-		{"moved", []seen{{0, 1}, {1200 * ms, 2}, {9 * time.Second, 3}}, []window{{0, 1020 * ms}, {1230 * ms, 2 * time.Second}}, 2, false, 200, 230, 1015, 1230},
-		{"moved, the writes stopped at once", []seen{{0, 1}, {1100 * ms, 2}}, []window{{0, 1000 * ms}, {1090 * ms, 2 * time.Second}}, 2, false, 100, 90, 995, 1090},
+		{"moved", []seen{{0, 1}, {1200 * ms, 2}, {9 * time.Second, 3}}, []window{{0, 1020 * ms}, {1230 * ms, 2 * time.Second}}, 2, false, 1100 * ms, 200, 230, 1015, 1230},
+		{"moved, the writes stopped at once", []seen{{0, 1}, {1100 * ms, 2}}, []window{{0, 1000 * ms}, {1090 * ms, 2 * time.Second}}, 2, false, 1050 * ms, 100, 90, 995, 1090},
+		// The poll never saw the new leader (it was killed at once, say):
+		// the handover was over when the request returned.
+		{"moved, never seen", []seen{{0, 1}}, []window{{0, 1020 * ms}, {1230 * ms, 2 * time.Second}}, 2, false, 1100 * ms, -1, 230, 1015, 1230},
 		// The next leader seen is a later fault's election, and the
 		// first write sent after the request is recovery.
-		{"to the leader", []seen{{0, 2}, {9 * time.Second, 3}}, []window{{0, 2 * time.Second}}, 2, true, 0, 5, 995, 1000},
+		{"to the leader", []seen{{0, 2}, {9 * time.Second, 3}}, []window{{0, 2 * time.Second}}, 2, true, 1010 * ms, 0, 5, 995, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := time.Now()
@@ -49,7 +53,7 @@ func TestTransferMeasured(t *testing.T) {
 			o := &faultOcc{
 				spec:   plan.FaultSpec{Kind: plan.FaultTransferLeader, Start: plan.Duration(time.Second)},
 				leader: tc.leaders[0].leader, targets: []int{tc.target}, unchanged: tc.unchanged,
-				applied: base.Add(time.Second), watch: coll.WatchWrites(time.Second),
+				applied: base.Add(time.Second), done: base.Add(tc.done), watch: coll.WatchWrites(time.Second),
 			}
 			o.watch.Fix(time.Second)
 			sink := coll.NewSink()
@@ -61,11 +65,14 @@ func TestTransferMeasured(t *testing.T) {
 			}
 			var f results.Failover
 			d.measure(&f, o)
-			if f.TimeToLeaderMS == nil {
+			switch {
+			case tc.want < 0 && f.TimeToLeaderMS != nil:
+				t.Errorf("time to leader %v ms, want none", *f.TimeToLeaderMS)
+			case tc.want < 0:
+			case f.TimeToLeaderMS == nil:
 				t.Fatalf("no time to leader, want %v ms", tc.want)
-			}
-			if got := *f.TimeToLeaderMS; got != tc.want {
-				t.Errorf("time to leader %v ms, want %v", got, tc.want)
+			case *f.TimeToLeaderMS != tc.want:
+				t.Errorf("time to leader %v ms, want %v", *f.TimeToLeaderMS, tc.want)
 			}
 			if f.TimeToWriteMS == nil || f.Unavailable == nil {
 				t.Fatalf("time to write %v, unavailable %v; want %v ms, [%v, %v]", f.TimeToWriteMS, f.Unavailable, tc.wantWrite, tc.wantFrom, tc.wantTo)
