@@ -488,8 +488,40 @@ func mismatches(base, next *Side) []string {
 	if b, n := base.run.Point, next.run.Point; b != n {
 		w = append(w, fmt.Sprintf("different sweep points: base ran %s, new ran %s", orNone(b), orNone(n)))
 	}
+	w = append(w, settingWarnings(base, next)...)
 	w = append(w, machineWarnings(base, next)...)
 	return append(w, networkWarnings(base, next)...)
+}
+
+// runnerSettings are the backend entries that say how the runner itself
+// ran, by the flag of scenario run that sets each. They change what the
+// stores are measured under, not only the runner: --poll-idle took 17-32%
+// off etcd's put p50 on loopback on one machine.
+var runnerSettings = []struct{ key, flag string }{
+	{"realtime", "--realtime"},
+	{"busy_poll", "--busy-poll"},
+	{"poll_idle", "--poll-idle"},
+}
+
+// settingWarnings warns when the runs differ in a runner setting.
+func settingWarnings(base, next *Side) []string {
+	var w []string
+	with := func(s *Side, key, flag string) string {
+		switch v, ok := s.backend[key]; {
+		case !ok:
+			return "without " + flag
+		case key == "busy_poll":
+			return "with " + flag + " " + v
+		default:
+			return "with " + flag
+		}
+	}
+	for _, s := range runnerSettings {
+		if b, n := with(base, s.key, s.flag), with(next, s.key, s.flag); b != n {
+			w = append(w, fmt.Sprintf("different runner settings: base ran %s, new ran %s; the stores' latency and the load's timing move with it, so a change may be the setting's doing", b, n))
+		}
+	}
+	return w
 }
 
 // networkWarnings warns when a run's network fabric lost frames that no

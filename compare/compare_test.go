@@ -372,6 +372,23 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			name: "runs with different runner settings are named",
+			change: func(r *results.Results) {
+				r.Backend["poll_idle"] = "every CPU's wake-up latency held at 0"
+				r.Backend["busy_poll"] = "200µs"
+			},
+			base: func(r *results.Results) { r.Backend["busy_poll"] = "100µs" },
+			wantWarnings: []string{
+				"different runner settings: base ran with --busy-poll 100µs, new ran with --busy-poll 200µs; the stores' latency",
+				"different runner settings: base ran without --poll-idle, new ran with --poll-idle;",
+			},
+		},
+		{
+			name:   "the same runner settings are not named",
+			change: func(r *results.Results) { r.Backend["realtime"] = "SCHED_FIFO 1" },
+			base:   func(r *results.Results) { r.Backend["realtime"] = "SCHED_FIFO 1" },
+		},
+		{
 			name:   "the same scenario run from another directory",
 			change: func(r *results.Results) { r.Scenario = "/src/repo/scenarios/failover.hcl" },
 		},

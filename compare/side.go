@@ -13,7 +13,10 @@ import (
 type Side struct {
 	run      Run
 	scenario string
-	phases   []string
+	// backend is what results.json says of how the run ran (the
+	// first repetition's, for an aggregate).
+	backend map[string]string
+	phases  []string
 	// sole lists the per-workload prefixes of scopes with one workload
 	// (see soleWorkloads).
 	sole []string
@@ -24,7 +27,7 @@ type Side struct {
 
 // FromResults makes a side of one run.
 func FromResults(r *results.Results) *Side {
-	s := &Side{run: identify(r), scenario: r.Scenario, sole: soleWorkloads(r), values: map[string][]any{}}
+	s := &Side{run: identify(r), scenario: r.Scenario, backend: r.Backend, sole: soleWorkloads(r), values: map[string][]any{}}
 	for _, p := range r.Phases {
 		s.phases = append(s.phases, p.Name)
 	}
@@ -36,7 +39,7 @@ func FromResults(r *results.Results) *Side {
 
 // FromAggregate makes a side of a repeated run's repetitions.
 func FromAggregate(a *results.Aggregate) *Side {
-	s := &Side{scenario: a.Scenario, phases: a.Phases, values: map[string][]any{}}
+	s := &Side{scenario: a.Scenario, backend: a.Backend, phases: a.Phases, values: map[string][]any{}}
 	s.run = Run{Scenario: a.Scenario, Store: a.Backend["store"], Point: pointText(a.Point), Repetitions: len(a.Repetitions)}
 	if len(a.Repetitions) > 0 {
 		s.run.RunID = a.Repetitions[0].RunID

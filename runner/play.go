@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coordlab/scenario/internal/cpuwake"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/internal/rtprio"
 	"github.com/coordlab/scenario/plan"
@@ -31,6 +32,13 @@ func (x *execution) play(ctx context.Context) (*results.Results, error) {
 			return nil, x.infra("", "startup", fmt.Errorf("--realtime: %w", err))
 		}
 		defer restore()
+	}
+	if x.opts.PollIdle {
+		r, err := cpuwake.Hold(0)
+		if err != nil {
+			return nil, x.infra("", "startup", fmt.Errorf("--poll-idle: %w", err))
+		}
+		defer r.Close()
 	}
 	// A short lead lets every goroutine be waiting before offset 0.
 	x.base = time.Now().Add(50 * time.Millisecond)
@@ -442,8 +450,14 @@ func (c *clusterRun) describe(res *results.Results, finished time.Time) {
 	}
 	res.Backend["provider"] = c.spec.Provider
 	res.Backend["network"] = "loopback"
+	if x.opts.Realtime {
+		res.Backend["realtime"] = fmt.Sprintf("the runner's threads at SCHED_FIFO %d during the timeline", rtprio.Priority)
+	}
 	if x.opts.BusyPoll > 0 {
 		res.Backend["busy_poll"] = x.opts.BusyPoll.String()
+	}
+	if x.opts.PollIdle {
+		res.Backend["poll_idle"] = "every CPU's wake-up latency held at 0 during the timeline (" + cpuwake.Device + "): idle CPUs polled rather than halted"
 	}
 	if x.fab != nil {
 		res.Backend["network"] = "namespaces"

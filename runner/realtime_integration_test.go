@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coordlab/scenario/internal/cpuwake"
 	"github.com/coordlab/scenario/internal/rtprio"
 )
 
@@ -113,6 +114,9 @@ phase "restart" {
 	if note := res.Notes["realtime"]; !strings.Contains(note, "SCHED_FIFO") {
 		t.Errorf("notes.realtime = %q", note)
 	}
+	if b := res.Backend["realtime"]; !strings.Contains(b, "SCHED_FIFO 1") {
+		t.Errorf("backend.realtime = %q", b)
+	}
 	failover(t, phase(t, res, "restart"), 1)
 }
 
@@ -173,4 +177,67 @@ func descendants(pid int) []int {
 		}
 	}
 	return out
+}
+
+// TestPollIdle runs a scenario with --poll-idle and counts, from beside
+// it, the kernel's idle-state entries of every CPU: while the timeline
+// plays (a light load leaves the CPUs idle most of the time, so they halt
+// hundreds of times a second without it) no CPU may halt, and results.json
+// must say the latency was held.
+func TestPollIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: starts a real 3-node cluster")
+	}
+	if _, ok, err := cpuwake.Halts(); err != nil || !ok {
+		t.Skipf("no CPU idle state with a wake-up latency under /sys/devices/system/cpu/cpu*/cpuidle (no cpuidle driver), so nothing to hold: %v", err)
+	}
+	if r, err := cpuwake.Hold(0); err != nil {
+		t.Skipf("this process may not hold the CPUs' wake-up latency: %v", err)
+	} else {
+		r.Close()
+	}
+	t.Parallel()
+	// The sampler alone writes longest until wg.Wait.
+	var longest time.Duration // without a halt
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		last, since := int64(-1), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			n, _, err := cpuwake.Halts()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if n != last {
+				last, since = n, time.Now()
+			}
+			longest = max(longest, time.Since(since))
+		}
+	})
+	res := runScenarioWith(t, faultCluster+`
+phase "quiet" {
+  duration = "4s"
+  load "w" {
+    rate = 100
+  }
+}
+`, Options{PollIdle: true})
+	close(done)
+	wg.Wait()
+
+	t.Logf("the longest stretch without a halt: %v", longest)
+	if longest < 3*time.Second {
+		t.Errorf("the CPUs halted at least every %v, want a stretch of 3 s without a halt in the 4 s timeline", longest)
+	}
+	if b := res.Backend["poll_idle"]; !strings.Contains(b, "held at 0") {
+		t.Errorf("backend.poll_idle = %q", b)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coordlab/scenario/fabric"
+	"github.com/coordlab/scenario/internal/cpuwake"
 	"github.com/coordlab/scenario/internal/hrsleep"
 	"github.com/coordlab/scenario/internal/results"
 	"github.com/coordlab/scenario/internal/rtprio"
@@ -59,6 +60,11 @@ type Options struct {
 	// while due times come closer together than BusyPoll. 0 sleeps; at
 	// most hrsleep.MaxBusyPoll.
 	BusyPoll time.Duration
+	// PollIdle holds every CPU's wake-up latency at 0 while the timeline
+	// plays (cpuwake): idle CPUs poll rather than halt, so that a thread
+	// woken on one, the runner's or a store's, runs at once rather than
+	// when the host wakes a halted vCPU.
+	PollIdle bool
 	// ScenarioFile is recorded in results.json.
 	ScenarioFile string
 	// Logger receives diagnostics; nil discards them.
@@ -153,6 +159,15 @@ func Run(ctx context.Context, pl *plan.Plan, opts Options) (*results.Results, er
 	}
 	if opts.BusyPoll < 0 || opts.BusyPoll > hrsleep.MaxBusyPoll {
 		return nil, fmt.Errorf("busy-poll window %v: want 0 to %v", opts.BusyPoll, hrsleep.MaxBusyPoll)
+	}
+	if opts.PollIdle {
+		// Refused before anything starts where the process may not hold
+		// it; the timeline holds it again (play).
+		r, err := cpuwake.Hold(0)
+		if err != nil {
+			return nil, &UnsupportedError{Features: []string{"--poll-idle: " + err.Error()}}
+		}
+		r.Close()
 	}
 	if opts.Realtime {
 		// Refused before anything starts where the process may not

@@ -32,7 +32,7 @@ type runFlags struct {
 	vars                                                 varFlags
 	out                                                  string
 	keep                                                 bool
-	abortOnFail, realtime                                bool
+	abortOnFail, realtime, pollIdle                      bool
 	stateDir                                             string
 	cacheDir                                             string
 	provider                                             string
@@ -99,6 +99,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.keep, "keep", false, "keep node data directories and logs in the state directory after the run")
 	fl.BoolVar(&f.abortOnFail, "abort-on-fail", false, "stop at the end of the first phase after which a check marked abort_on_fail fails")
 	fl.BoolVar(&f.realtime, "realtime", false, "run the runner's own threads (the shaper, the load generator) at real-time priority during the timeline, so that other work on a busy machine delays neither packets nor sends; the stores keep normal priority (Linux, needs CAP_SYS_NICE). For light loads: under a heavy one (a thousand closed-loop clients) it takes the cores from the stores")
+	fl.BoolVar(&f.pollIdle, "poll-idle", false, "hold every CPU's wake-up latency at 0 during the timeline (/dev/cpu_dma_latency, as cyclictest does; Linux, needs root): idle CPUs poll rather than halt, so that a thread woken on one, the runner's or a store's, runs at once rather than when the host wakes a halted vCPU, some tens of microseconds and at times over a millisecond later. The polling gives way to any work at once, but keeps the CPUs (a virtual machine's host cores) busy while the run lasts")
 	fl.DurationVar(&f.busyPoll, "busy-poll", 0, fmt.Sprintf("spin through the last DURATION (e.g. 100us; at most %v) before each packet the shaper delays and each open-loop request is due, instead of sleeping through it: they then leave within a few microseconds of their time on a quiet machine rather than some tens late, at the cost of up to a core each while due times come closer together than DURATION. For machines with cores to spare: beside other busy work it does worse than sleeping, which --realtime is for", hrsleep.MaxBusyPoll))
 	fl.StringVar(&f.stateDir, "state-dir", "", "where run workspaces live (default $XDG_RUNTIME_DIR/scenario or /tmp/scenario-<uid>)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "where store binaries are kept (default $XDG_CACHE_HOME/scenario/stores)")

@@ -41,6 +41,7 @@ func (f *runFlags) play(ctx context.Context, pl *plan.Plan, a playArgs) (*result
 		AbortOnFail:  f.abortOnFail,
 		Realtime:     f.realtime,
 		BusyPoll:     f.busyPoll,
+		PollIdle:     f.pollIdle,
 		ScenarioFile: a.path,
 		Logger:       a.logger,
 		Progress:     a.progress,

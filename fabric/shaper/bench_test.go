@@ -16,6 +16,7 @@ import (
 
 var (
 	latenessHog      = flag.Int("lateness.hog", 0, "CPU hogs (busy processes) to run beside BenchmarkLateness, as a busy CI runner would")
+	latenessPollIdle = flag.Bool("lateness.poll-idle", false, "hold every CPU's wake-up latency at 0 while BenchmarkLateness runs (cpuwake, /dev/cpu_dma_latency; needs root), as scenario run --poll-idle does: idle CPUs poll rather than halt")
 	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkLateness at real-time priority, as scenario run --realtime does (needs CAP_SYS_NICE)")
 	latenessSpin     = flag.Duration("lateness.spin", 100*time.Microsecond, "the busy-poll window of BenchmarkLateness's spinning schedulers (timer=spin: hrsleep.NewSpinning)")
 	latenessYielders = flag.Int("lateness.yielders", 0, "goroutines that keep BenchmarkLateness's own Ps busy, yielding between 20 µs turns, as the garbage collector's background sweep does")
@@ -143,10 +144,14 @@ func (d *pacedDev) Write(b []byte) (int, error) {
 // (timerfd, what runs used until 2026-12-05) or on runtime timers (go),
 // or spin through the last -lateness.spin before each due time (spin).
 // -lateness.hog N adds N busy processes beside it, -lateness.yielders N
-// keeps its own Ps busy, -lateness.realtime runs it at real-time priority.
+// keeps its own Ps busy, -lateness.realtime runs it at real-time priority,
+// -lateness.poll-idle keeps idle CPUs from halting (cpuwake).
 func BenchmarkLateness(b *testing.B) {
 	cpuhog.Start(b, *latenessHog, *latenessRealtime)
 	cpuhog.Yielders(b, *latenessYielders)
+	if *latenessPollIdle {
+		cpuhog.PollIdle(b)
+	}
 	sleepers := []struct {
 		name string
 		new  func(context.Context) hrsleep.Sleeper

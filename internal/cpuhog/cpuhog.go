@@ -1,7 +1,8 @@
 // Package cpuhog keeps CPUs busy beside a benchmark, as other work on a
 // user's CI runner does: each hog is a process of its own at the normal
 // policy and priority, busy until the benchmark ends. Yielders keep the
-// benchmark's own process busy instead.
+// benchmark's own process busy instead, and PollIdle keeps idle CPUs from
+// halting, as scenario run --poll-idle does.
 package cpuhog
 
 import (
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordlab/scenario/internal/cpuwake"
 	"github.com/coordlab/scenario/internal/rtprio"
 )
 
@@ -65,4 +67,16 @@ func Yielders(tb testing.TB, n int) {
 		close(stop)
 		wg.Wait()
 	})
+}
+
+// PollIdle holds every CPU's wake-up latency at 0 until tb ends
+// (cpuwake.Hold), as scenario run --poll-idle does: idle CPUs poll
+// rather than halt.
+func PollIdle(tb testing.TB) {
+	tb.Helper()
+	r, err := cpuwake.Hold(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
 }

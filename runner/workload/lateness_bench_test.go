@@ -22,6 +22,7 @@ var (
 	// As scenario run --realtime.
 	latenessRealtime = flag.Bool("lateness.realtime", false, "run BenchmarkOpenLoopLateness at real-time priority (needs CAP_SYS_NICE)")
 	latenessSpin     = flag.Duration("lateness.spin", 0, "the busy-poll window of BenchmarkOpenLoopLateness's dispatcher (WithBusyPoll); 0 sleeps through every wait")
+	latenessPollIdle = flag.Bool("lateness.poll-idle", false, "hold every CPU's wake-up latency at 0 while BenchmarkOpenLoopLateness, BenchmarkSleeperWakeups or BenchmarkMachineStalls runs (cpuwake, /dev/cpu_dma_latency; needs root), as scenario run --poll-idle does: idle CPUs poll rather than halt")
 	latenessYielders = flag.Int("lateness.yielders", 0, "goroutines to run beside BenchmarkOpenLoopLateness in its own process, each busy and yielding its P as the collector's background sweep does (cpuhog.Yielders)")
 )
 
@@ -64,12 +65,15 @@ func (s *startLag) Record(x metrics.Sample) {
 // real-time priority, as scenario run --realtime does, -lateness.spin D
 // has the dispatcher spin through the last D before each arrival, and
 // -lateness.yielders N runs N busy goroutines in the engine's own
-// process.
+// process, and -lateness.poll-idle keeps idle CPUs from halting.
 //
 //	go test ./runner/workload -run '^$' -bench OpenLoopLateness -benchtime 1x
 func BenchmarkOpenLoopLateness(b *testing.B) {
 	cpuhog.Start(b, *latenessHog, *latenessRealtime)
 	cpuhog.Yielders(b, *latenessYielders)
+	if *latenessPollIdle {
+		cpuhog.PollIdle(b)
+	}
 	for _, rate := range []float64{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("rate=%.0f", rate), func(b *testing.B) {
 			spec := testSpec()
@@ -134,6 +138,9 @@ func (u usage) minus(v usage) usage {
 //
 //	go test ./runner/workload -run '^$' -bench MachineStalls -benchtime 1x
 func BenchmarkMachineStalls(b *testing.B) {
+	if *latenessPollIdle {
+		cpuhog.PollIdle(b)
+	}
 	for b.Loop() {
 		machine := metrics.NewMachineSampler()
 		machine.SampleAt(0)
