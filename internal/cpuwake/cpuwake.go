@@ -37,7 +37,7 @@ func Hold(limit time.Duration) (*Request, error) {
 	}
 	f, err := os.OpenFile(Device, os.O_WRONLY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("hold the CPUs' wake-up latency at %v: %w (it needs write access to %s, root's, and a Linux kernel with CPU idle states)", limit, err, Device)
+		return nil, fmt.Errorf("hold the CPUs' wake-up latency at %d µs: %w (it needs write access to %s, root's, and a Linux kernel with CPU idle states)", limit.Microseconds(), err, Device)
 	}
 	// Four bytes are read as a binary s32 in microseconds; any other
 	// length as a hexadecimal string.
@@ -45,7 +45,7 @@ func Hold(limit time.Duration) (*Request, error) {
 	binary.NativeEndian.PutUint32(b[:], uint32(limit.Microseconds()))
 	if _, err := f.Write(b[:]); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("hold the CPUs' wake-up latency at %v: write %s: %w", limit, Device, err)
+		return nil, fmt.Errorf("hold the CPUs' wake-up latency at %d µs: write %s: %w", limit.Microseconds(), Device, err)
 	}
 	return &Request{f: f}, nil
 }
