@@ -60,7 +60,7 @@ type faultOcc struct {
 	applied   time.Time      // zero if the fault never took effect
 	undo      func(context.Context) error
 	unchanged bool      // the fault found nothing to do
-	done      time.Time // a transfer's request returned (see injection)
+	done      time.Time // a transfer's request returned (see injection), set with applied
 	recovered time.Time
 	err       error
 }
@@ -358,14 +358,11 @@ func (d *faultDriver) measure(f *results.Failover, o *faultOcc) {
 			// the new leader was seen, and recovery is its end. A new
 			// leader never seen (killed at once, or the run ended) leaves
 			// the request's return, by when the stores have handed over.
-			var over time.Duration
-			switch {
-			case elected:
+			over := o.done.Sub(c.x.base)
+			if elected {
 				over = applied + dl
-			case !o.done.IsZero():
-				over = o.done.Sub(c.x.base)
 			}
-			if w, ok := c.coll.FirstWriteFrom(over); over > 0 && ok {
+			if w, ok := c.coll.FirstWriteFrom(over); ok {
 				to = max(to, w)
 			}
 		}
