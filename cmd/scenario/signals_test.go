@@ -161,31 +161,50 @@ func TestSignalsStopEveryCommand(t *testing.T) {
 	for _, c := range commands {
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 			t.Run(c.name+"/"+sig.String(), func(t *testing.T) {
-				said := make(chan time.Time, 1)
-				cmd, out := startWatched(t, "Error: interrupted", func() { said <- time.Now() }, c.args...)
-				time.Sleep(500 * time.Millisecond) // well into its work
-				sent := time.Now()
-				if err := cmd.Process.Signal(sig); err != nil {
-					t.Fatalf("the command ended before the signal: %v\n%s", err, out)
-				}
-				code, exited := waitExit(t, cmd, 5*time.Second)
-				if !exited {
-					t.Fatalf("still running 5 s after %v:\n%s", sig, out)
-				}
-				if code != exitInterrupted {
-					t.Fatalf("exit %d after %v, want %d:\n%s", code, sig, exitInterrupted, out)
-				}
-				select {
-				case at := <-said:
-					if took := at.Sub(sent); took > time.Second {
-						t.Fatalf("stopped %v after %v, want within 1 s", took.Round(time.Millisecond), sig)
+				// A busy machine (CI runs this beside clusters of other
+				// packages) can hold a signal's delivery past the second
+				// once; a command that does not stop on it is late every
+				// time, so the promise holds if one of three tries keeps it.
+				var tooks []time.Duration
+				for range 3 {
+					took := signalledStop(t, sig, c.args)
+					if took <= time.Second {
+						return
 					}
-				default:
-					t.Fatalf("exit %d without saying it was interrupted:\n%s", code, out)
+					tooks = append(tooks, took.Round(time.Millisecond))
 				}
+				t.Fatalf("stopped %v after %v in three tries, want within 1 s", tooks, sig)
 			})
 		}
 	}
+}
+
+// signalledStop starts the command of args, sends it sig half a second
+// into its work, requires exit 130 after it said "interrupted", and
+// returns how long after the signal it said so.
+func signalledStop(t *testing.T, sig syscall.Signal, args []string) time.Duration {
+	t.Helper()
+	said := make(chan time.Time, 1)
+	cmd, out := startWatched(t, "Error: interrupted", func() { said <- time.Now() }, args...)
+	time.Sleep(500 * time.Millisecond) // well into its work
+	sent := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("the command ended before the signal: %v\n%s", err, out)
+	}
+	code, exited := waitExit(t, cmd, 5*time.Second)
+	if !exited {
+		t.Fatalf("still running 5 s after %v:\n%s", sig, out)
+	}
+	if code != exitInterrupted {
+		t.Fatalf("exit %d after %v, want %d:\n%s", code, sig, exitInterrupted, out)
+	}
+	select {
+	case at := <-said:
+		return at.Sub(sent)
+	default:
+		t.Fatalf("exit %d without saying it was interrupted:\n%s", code, out)
+	}
+	return 0
 }
 
 // TestUnreadableInputsRefusedAtOnce gives each command a FIFO (which
