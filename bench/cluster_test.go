@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -15,7 +16,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/coordlab/scenario/internal/proc"
 	"github.com/coordlab/scenario/plan"
+	"github.com/coordlab/scenario/runner/metrics"
 	"github.com/coordlab/scenario/runner/process"
 	"github.com/coordlab/scenario/stores"
 	"github.com/coordlab/scenario/stores/etcd"
@@ -91,6 +94,8 @@ func (w logWriter) Write(p []byte) (int, error) {
 type cluster struct {
 	run *process.Run
 	eps []stores.Endpoint
+	// threads are the members' threads, for their CPU's wait (see use).
+	threads []*proc.ThreadReader
 }
 
 // startCluster starts a 3-member cluster of bin with etcd's default knobs and
@@ -129,6 +134,7 @@ func startCluster(ctx context.Context, bin string) (_ *cluster, err error) {
 		if err := n.Start(ctx); err != nil {
 			return c, fmt.Errorf("start cluster: %w", err)
 		}
+		c.threads = append(c.threads, proc.NewThreadReader("/proc", n.PID()))
 	}
 	if err := etcd.WaitReady(ctx, c.eps, time.Minute); err != nil {
 		return c, fmt.Errorf("start cluster (node logs under %s): %w", run.Dir(), err)
@@ -193,8 +199,68 @@ func clientURLs(eps []stores.Endpoint) []string {
 	return urls
 }
 
+// use is what every member has used since it started, summed: CPU, and
+// the time its threads waited for a CPU while runnable. Around a run, it
+// says what the cluster spent on each tool's requests: the client and the
+// members share the cores, so a client that makes the members work harder
+// for the same puts (more reads of fewer requests each, say) leaves them
+// less throughput whatever its own CPU.
+func (c *cluster) use() (u clusterUse, err error) {
+	for _, t := range c.threads {
+		p, err := metrics.ReadProcess(t.PID(), t)
+		if err != nil {
+			return u, fmt.Errorf("cluster's use: %w", err)
+		}
+		u.cpu += p.CPU
+		u.wait += max(p.Wait, 0)
+		reads, writes, err := syscallCounts(t.PID())
+		if err != nil {
+			return u, fmt.Errorf("cluster's use: %w", err)
+		}
+		u.reads += reads
+		u.writes += writes
+	}
+	return u, nil
+}
+
+// clusterUse is what the members have used, summed: CPU, the time their
+// threads waited for a CPU, and their read and write system calls (on
+// sockets and files alike).
+type clusterUse struct {
+	cpu, wait     time.Duration
+	reads, writes int64
+}
+
+// since is u less what was used at before.
+func (u clusterUse) since(before clusterUse) clusterUse {
+	return clusterUse{cpu: u.cpu - before.cpu, wait: u.wait - before.wait, reads: u.reads - before.reads, writes: u.writes - before.writes}
+}
+
+// syscallCounts reads the read and write system calls process pid has made,
+// from /proc/PID/io (which needs the right to trace it: root, or its user).
+func syscallCounts(pid int) (reads, writes int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		name, v, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch name {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes, nil
+}
+
 // close stops every member and removes the cluster's data.
 func (c *cluster) close() error {
+	for _, t := range c.threads {
+		t.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return c.run.Close(ctx)

@@ -199,6 +199,7 @@ func BenchmarkEtcdPut(b *testing.B) {
 			t, o := r.runs[0], r.runs[slices.Index(r.names, ours)]
 			ratioOf(each(t, rate), each(o, rate)).report(b, "ratio_rps")
 			ratioOf(each(t, cpuPerReq), each(o, cpuPerReq)).report(b, "ratio_cpu/req")
+			ratioOf(each(t, clusterCPUPerReq), each(o, clusterCPUPerReq)).report(b, "ratio_cluster_cpu/req")
 			b.ReportMetric(results.Median(each(o, rate)), "ours_rps")
 			b.ReportMetric(results.Median(each(t, rate)), "theirs_rps")
 			b.ReportMetric(results.Median(each(o, p99)), "ours_p99_ms")
@@ -239,12 +240,21 @@ func compare(ctx context.Context, b *testing.B, cl *cluster, cs []contender, c p
 			if err != nil {
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
 			}
+			use0, err := cl.use()
+			if err != nil {
+				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
+			}
 			rctx, cancel := context.WithTimeout(ctx, runTimeout)
 			m, err := runOnce(rctx, ct, c, leader, theirs)
 			cancel()
 			if err != nil {
 				return r, fmt.Errorf("%s round %d, %s: %w", c.name, round+1, ct.name, err)
 			}
+			use1, err := cl.use()
+			if err != nil {
+				return r, fmt.Errorf("%s round %d, after %s: %w", c.name, round+1, ct.name, err)
+			}
+			m.cluster = use1.since(use0)
 			if i == 0 {
 				theirs = m.elapsed
 			}
@@ -333,6 +343,8 @@ func warmUp(ctx context.Context, cl *cluster, ct contender, c putCase) error {
 func (m measurement) String() string {
 	s := fmt.Sprintf("%d ok, %d failed in %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, client CPU %s (%.1f µs/req, GC %.1f, system %.0f%%), %.2f page faults/req, %.2f context switches/req",
 		m.requests, m.failed, m.elapsed.Round(time.Millisecond), m.rps, msf(m.p50), msf(m.p99), m.cpu.Round(time.Millisecond), cpuPerReq(m), gcPerReq(m), sysPercent(m), faultsPerReq(m), switchesPerReq(m))
+	s += fmt.Sprintf("; the cluster's CPU %.1f µs/req, its wait for a CPU %.1f µs/req, its reads %.2f and writes %.2f a request",
+		clusterCPUPerReq(m), clusterWaitPerReq(m), perReq(m, float64(m.cluster.reads)), perReq(m, float64(m.cluster.writes)))
 	if m.runCPU > 0 {
 		s += fmt.Sprintf("; the run alone %.1f µs/req, %.2f faults/req", runCPUPerReq(m), perReq(m, float64(m.runFaults)))
 	}
@@ -368,6 +380,13 @@ func cpuPerReq(m measurement) float64 { return perReq(m, us(m.cpu)) }
 // runCPUPerReq is cpuPerReq of the run alone, for ours in a fresh process.
 func runCPUPerReq(m measurement) float64 { return perReq(m, us(m.runCPU)) }
 
+// clusterCPUPerReq is the members' CPU over the run, per request.
+func clusterCPUPerReq(m measurement) float64 { return perReq(m, us(m.cluster.cpu)) }
+
+// clusterWaitPerReq is the time the members' threads waited for a CPU over
+// the run, per request.
+func clusterWaitPerReq(m measurement) float64 { return perReq(m, us(m.cluster.wait)) }
+
 // us is d in microseconds.
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
@@ -385,10 +404,11 @@ func printTable(w io.Writer, all []caseResult) {
 		"runs alternate between tools, rounds %s; ratio = over etcd benchmark's in the same round; median lines: the median of those ratios\n"+
 		"and its %.0f%% interval (compare's paired Wilcoxon signed-rank interval on the logarithms); GC: the Go runtime's estimate of its collector's part of the CPU;\n"+
 		"faults: minor page faults, each a page touched for the first time (BenchmarkFreshPages says what one costs on this machine);\n"+
-		"sys: the kernel's share of the client's CPU; switches: its threads' context switches (each a sleep and a wake-up)\n",
+		"sys: the kernel's share of the client's CPU; switches: its threads' context switches (each a sleep and a wake-up);\n"+
+		"cluster: the three members' CPU over the run (from the client's start to its exit), and the time their threads waited for a CPU while runnable\n",
 		etcdVersion, all[0].c.keySize, all[0].c.valueSize, roundsPerCase(all), 100*(1-ratioAlpha))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tGC µs/req\tsys %\tfaults/req\tswitches/req\tratio\t")
+	fmt.Fprintln(tw, "case\ttool\trun\trequests\tfailed\tsecs\treq/s\tp50 ms\tp99 ms\tclient CPU µs/req\tGC µs/req\tsys %\tfaults/req\tswitches/req\tcluster CPU µs/req\tcluster wait µs/req\tratio\t")
 	for _, r := range all {
 		for round := range r.runs[0] {
 			for i, name := range r.names {
@@ -397,29 +417,30 @@ func printTable(w io.Writer, all []caseResult) {
 				if i > 0 {
 					ratio = fmt.Sprintf("%.3f", m.rps/ref.rps)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%.0f\t%.2f\t%.2f\t%s\t\n",
-					r.c.name, name, round+1, m.requests, m.failed, m.elapsed.Seconds(), m.rps, msf(m.p50), msf(m.p99), cpuPerReq(m), gcPerReq(m), sysPercent(m), faultsPerReq(m), switchesPerReq(m), ratio)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t\n",
+					r.c.name, name, round+1, m.requests, m.failed, m.elapsed.Seconds(), m.rps, msf(m.p50), msf(m.p99), cpuPerReq(m), gcPerReq(m), sysPercent(m), faultsPerReq(m), switchesPerReq(m), clusterCPUPerReq(m), clusterWaitPerReq(m), ratio)
 			}
 		}
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\tmedian GC µs/req\tmedian sys %\tmedian faults/req\tmedian switches/req\treq/s ratio [95%]\tCPU/req ratio [95%]\tthe run alone: CPU µs/req\t")
+	fmt.Fprintln(tw, "case\ttool\tmedian req/s\tmedian p99 ms\tmedian CPU µs/req\tmedian GC µs/req\tmedian sys %\tmedian faults/req\tmedian switches/req\treq/s ratio [95%]\tCPU/req ratio [95%]\tthe run alone: CPU µs/req\tmedian cluster CPU µs/req\tcluster CPU/req ratio [95%]\t")
 	for _, r := range all {
 		for i, name := range r.names {
-			rateRatio, cpuRatio, runCPU := "", "", ""
+			rateRatio, cpuRatio, runCPU, clusterRatio := "", "", "", ""
 			if i > 0 {
 				rateRatio = ratioOf(each(r.runs[0], rate), each(r.runs[i], rate)).String()
 				cpuRatio = ratioOf(each(r.runs[0], cpuPerReq), each(r.runs[i], cpuPerReq)).String()
+				clusterRatio = ratioOf(each(r.runs[0], clusterCPUPerReq), each(r.runs[i], clusterCPUPerReq)).String()
 			}
 			if runs := r.runs[i]; len(runs) > 0 && runs[0].runCPU > 0 {
 				runCPU = fmt.Sprintf("%.1f", results.Median(each(runs, runCPUPerReq)))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%.1f\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t\n", r.c.name, name,
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.1f\t%.1f\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%.1f\t%s\t\n", r.c.name, name,
 				results.Median(each(r.runs[i], rate)), results.Median(each(r.runs[i], p99)), results.Median(each(r.runs[i], cpuPerReq)),
 				results.Median(each(r.runs[i], gcPerReq)), results.Median(each(r.runs[i], sysPercent)), results.Median(each(r.runs[i], faultsPerReq)),
-				results.Median(each(r.runs[i], switchesPerReq)), rateRatio, cpuRatio, runCPU)
+				results.Median(each(r.runs[i], switchesPerReq)), rateRatio, cpuRatio, runCPU, results.Median(each(r.runs[i], clusterCPUPerReq)), clusterRatio)
 		}
 	}
 	tw.Flush()

@@ -52,6 +52,8 @@ type measurement struct {
 	// dial and its exit; zero for the other runs.
 	runCPU    time.Duration
 	runFaults int64
+	// cluster is what the members used over the run, summed (cluster.use).
+	cluster clusterUse
 	// heap is what the process's gctrace said of its collections, for a
 	// whole process (etcd's tool, ours in a fresh process); zero otherwise.
 	heap gcTraced
