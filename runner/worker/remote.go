@@ -228,4 +228,4 @@ func SplitWorkload(w plan.WorkloadSpec, i, n int) plan.WorkloadSpec {
 
 // FirstID spaces workers' generator ids: worker i of a workload starts at
 // i*IDStride.
-const IDStride = 1 << 17
+const IDStride = workload.IDStride

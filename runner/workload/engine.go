@@ -90,8 +90,13 @@ func WithLateThreshold(d time.Duration) Option { return func(o *options) { o.lat
 
 // WithFirstID makes the engine's generator ids start at id, so that
 // engines of one workload on several machines never share a writer id
-// (value tags) or a history client id.
+// (value tags) or a history client id. Such engines start at multiples of
+// IDStride.
 func WithFirstID(id int) Option { return func(o *options) { o.firstID = id } }
+
+// IDStride spaces the generator ids of the engines of one workload on
+// several machines: the k-th starts at k*IDStride.
+const IDStride = 1 << 17
 
 // WithBusyPoll has the open loop's dispatcher, and a closed loop's steps,
 // spin through the last d before each due time instead of sleeping
@@ -158,6 +163,14 @@ func New(spec plan.WorkloadSpec, client stores.Client, newSink func() metrics.Si
 		return nil, fmt.Errorf("workload %q: first generator id %d out of range", spec.Name, e.opts.firstID)
 	}
 	e.slots.next = e.opts.firstID
+	if cfg.dist == distSequential && e.opts.firstID > 0 {
+		// Engines of one workload on several machines (load-worker pods)
+		// each walk the keyspace in order; starting points spread over it
+		// by golden-ratio spacing keep their ops in flight off each
+		// other's keys, however many engines there are.
+		k := uint64(e.opts.firstID / IDStride)
+		cfg.next.Store(int64(mulHi(k*0x9E3779B97F4A7C15, uint64(cfg.keys.n))))
+	}
 	return e, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/coordlab/scenario/plan"
@@ -139,13 +141,63 @@ func TestSequentialCoversKeyspace(t *testing.T) {
 	if i := g.NextIndex(); i != 0 {
 		t.Errorf("after a full lap got %d, want a wrap to 0", i)
 	}
-	// Other workers start spread over the keyspace (golden-ratio spacing).
-	var starts []int64
+}
+
+// TestSequentialSharedByWorkers: the generators of one workload, as an
+// engine's workers hold them, draw from one walk of the keyspace in order,
+// however they take turns, as etcd's tool's --sequential-keys does; so the
+// ops they have in flight together sit on neighbouring keys. Before, each
+// started its own walk from a point spread over the keyspace.
+func TestSequentialSharedByWorkers(t *testing.T) {
+	spec := testSpec()
+	spec.Distribution = plan.DistSequential
+	cfg, err := newGenConfig(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gens := []*Generator{newGenerator(cfg, 0), newGenerator(cfg, 1), newGenerator(cfg, 2)}
+	var got []int64
+	for _, turn := range []int{0, 1, 1, 2, 0, 2, 2, 1} {
+		got = append(got, gens[turn].NextIndex())
+	}
+	if want := []int64{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(got, want) {
+		t.Errorf("indexes in turn %v, want %v", got, want)
+	}
+	// Concurrent workers draw every index of a lap exactly once.
+	cfg, err = newGenConfig(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make([]atomic.Int32, spec.Keyspace)
+	var wg sync.WaitGroup
 	for id := range 4 {
-		starts = append(starts, mustGen(t, spec, id).NextIndex())
+		g := newGenerator(cfg, id)
+		wg.Go(func() {
+			for range spec.Keyspace / 4 {
+				seen[g.NextIndex()].Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range seen {
+		if n := seen[i].Load(); n != 1 {
+			t.Fatalf("index %d drawn %d times in one lap of 4 workers, want once", i, n)
+		}
+	}
+	// Another workload (another engine) walks from 0 on its own.
+	if i := mustGen(t, spec, 5).NextIndex(); i != 0 {
+		t.Errorf("a new workload's first index is %d, want 0", i)
+	}
+	// Engines of one workload on several machines (load-worker pods, whose
+	// generator ids start at multiples of IDStride) start spread over the
+	// keyspace, golden-ratio spaced, so their ops in flight do not meet.
+	var starts []int64
+	for pod := range 4 {
+		e, _ := newTestEngine(t, spec, newFakeStore(0), WithFirstID(pod*IDStride))
+		starts = append(starts, e.slots.get().gen.NextIndex())
 	}
 	if want := []int64{0, 618, 236, 854}; !slices.Equal(starts, want) {
-		t.Errorf("starting offsets %v, want %v", starts, want)
+		t.Errorf("engines' first indexes %v, want %v", starts, want)
 	}
 }
 
