@@ -226,7 +226,10 @@ func isWrite(op string) bool { return op == plan.OpPut || op == plan.OpDelete ||
 // Generator produces one worker's stream of operations: op kinds by the mix
 // weights, keys by the distribution, values tagged with the generator's id
 // and a sequence number. Two generators built from the same spec and id
-// produce the same stream. A Generator is not safe for concurrent use.
+// produce the same stream, but for sequential keys, which the generators of
+// one workload draw in turn from one walk (NextIndex). A Generator is not
+// safe for concurrent use; the generators of one workload are, with each
+// other.
 type Generator struct {
 	cfg  *genConfig
 	id   int
