@@ -60,7 +60,7 @@ func (c *clusterRun) startWorkers(k *kubeProvider) error {
 				Store:     c.spec.Store,
 				Workload:  worker.SplitWorkload(w, i, n),
 				Endpoints: eps,
-				FirstID:   (i + 1) * worker.IDStride,
+				FirstID:   (i + 1) * workload.IDStride,
 				BusyPoll:  x.opts.BusyPoll,
 			}, w.Name)
 			if err != nil {

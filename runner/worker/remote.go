@@ -225,7 +225,3 @@ func SplitWorkload(w plan.WorkloadSpec, i, n int) plan.WorkloadSpec {
 	w.Clients = max(c, 1)
 	return w
 }
-
-// FirstID spaces workers' generator ids: worker i of a workload starts at
-// i*IDStride.
-const IDStride = workload.IDStride

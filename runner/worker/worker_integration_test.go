@@ -79,7 +79,7 @@ func TestRemoteWorkers(t *testing.T) {
 		})
 		writers[i] = map[int]bool{}
 		r, err := Connect(ctx, inW, outR, Setup{Store: "etcd", Workload: SplitWorkload(w, i, 2),
-			Endpoints: []Endpoint{{Node: 1, ClientAddr: addrs[0], PeerAddr: addrs[1]}}, FirstID: (i + 1) * IDStride},
+			Endpoints: []Endpoint{{Node: 1, ClientAddr: addrs[0], PeerAddr: addrs[1]}}, FirstID: (i + 1) * workload.IDStride},
 			RemoteOptions{Name: "w", Sink: sinks[i], Now: now, History: func(op workload.HistoryOp) {
 				hmu.Lock()
 				writers[i][op.ClientID] = true

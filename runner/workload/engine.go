@@ -163,7 +163,7 @@ func New(spec plan.WorkloadSpec, client stores.Client, newSink func() metrics.Si
 		return nil, fmt.Errorf("workload %q: first generator id %d out of range", spec.Name, e.opts.firstID)
 	}
 	e.slots.next = e.opts.firstID
-	if cfg.dist == distSequential && e.opts.firstID > 0 {
+	if cfg.dist == distSequential {
 		// Engines of one workload on several machines (load-worker pods)
 		// each walk the keyspace in order; starting points spread over it
 		// by golden-ratio spacing keep their ops in flight off each
