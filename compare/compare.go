@@ -489,6 +489,9 @@ func mismatches(base, next *Side) []string {
 		w = append(w, fmt.Sprintf("different sweep points: base ran %s, new ran %s", orNone(b), orNone(n)))
 	}
 	w = append(w, settingWarnings(base, next)...)
+	if k := keyOrderWarning(base, next); k != "" {
+		w = append(w, k)
+	}
 	w = append(w, machineWarnings(base, next)...)
 	return append(w, networkWarnings(base, next)...)
 }
@@ -522,6 +525,27 @@ func settingWarnings(base, next *Side) []string {
 		}
 	}
 	return w
+}
+
+// keyOrderWarning warns when one run says how its sequential keys were
+// walked and the other does not: results written before 2026-12-07 walked
+// a lap per worker from spread-out starts, and that order cost etcd 4-6%
+// more CPU a put at 1000 clients (BenchmarkEtcdPut). "" when both say
+// the same.
+func keyOrderWarning(base, next *Side) string {
+	b, n := base.backend[results.BackendSequentialKeys], next.backend[results.BackendSequentialKeys]
+	if b == n {
+		return ""
+	}
+	if b != "" && n != "" {
+		return fmt.Sprintf("different key orders: base walked its sequential keys as %s, new as %s; the stores' work a request moves with the order, so a change may be its doing", b, n)
+	}
+	said, unsaid, how := "new", "base", n
+	if b != "" {
+		said, unsaid, how = "base", "new", b
+	}
+	return fmt.Sprintf("different key orders: %s walked its sequential keys as %s, and %s's results do not say how it walked them; a run before 2026-12-07 walked a lap per worker from spread-out starts, which cost etcd 4-6%% more CPU a put at 1000 clients, so a change may be the order's doing",
+		said, how, unsaid)
 }
 
 // networkWarnings warns when a run's network fabric lost frames that no

@@ -384,6 +384,20 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			name: "a run that does not say how it walked sequential keys is named",
+			change: func(r *results.Results) {
+				r.Backend[results.BackendSequentialKeys] = results.SequentialKeysShared
+			},
+			wantWarnings: []string{
+				"different key orders: new walked its sequential keys as one walk of the keyspace shared by the workload's workers, and base's results do not say how it walked them; a run before 2026-12-07 walked a lap per worker",
+			},
+		},
+		{
+			name:   "the same key order is not named",
+			change: func(r *results.Results) { r.Backend[results.BackendSequentialKeys] = results.SequentialKeysShared },
+			base:   func(r *results.Results) { r.Backend[results.BackendSequentialKeys] = results.SequentialKeysShared },
+		},
+		{
 			name:   "the same runner settings are not named",
 			change: func(r *results.Results) { r.Backend["realtime"] = "SCHED_FIFO 1" },
 			base:   func(r *results.Results) { r.Backend["realtime"] = "SCHED_FIFO 1" },

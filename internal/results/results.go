@@ -115,6 +115,16 @@ type Results struct {
 	Notes map[string]string `json:"notes,omitempty"`
 }
 
+// BackendSequentialKeys is the backend entry of a run with a workload of
+// sequential keys: how their walk of the keyspace was shared. Results
+// written before 2026-12-07 lack it, and walked a lap per worker.
+const BackendSequentialKeys = "sequential_keys"
+
+// SequentialKeysShared is BackendSequentialKeys' value: the workers draw
+// their keys in turn from one walk, as etcd's benchmark tool's
+// --sequential-keys.
+const SequentialKeysShared = "one walk of the keyspace shared by the workload's workers"
+
 // NoteRealtime is the note a run whose threads ran at real-time priority
 // (scenario run --realtime) carries.
 const NoteRealtime = "realtime"
